@@ -1,0 +1,38 @@
+"""Process-wide settings read from the environment (no mutable module state beyond caching)."""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+from pathlib import Path
+
+
+def strict() -> bool:
+    """``FUSEJIT_STRICT=1``: internal inconsistencies raise instead of falling back to eager.
+    The test suite sets it so that a fallback can never hide a tracer bug."""
+    return os.environ.get("FUSEJIT_STRICT", "") not in ("", "0")
+
+
+def cache_root() -> Path:
+    """``FUSEJIT_CACHE_DIR``, else ``~/.cache/fusejit``."""
+    env = os.environ.get("FUSEJIT_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "fusejit"
+
+
+@functools.lru_cache(maxsize=None)
+def version_tag() -> str:
+    """Cache entries are versioned by fusejit, Numba, llvmlite, NumPy and the CPU."""
+    import llvmlite
+    import numba
+    import numpy
+
+    from . import __version__
+    cpu = platform.machine()
+    return f"fj{__version__}-nb{numba.__version__}-ll{llvmlite.__version__}-np{numpy.__version__}-{cpu}"
+
+
+def cache_dir() -> Path:
+    """The versioned cache directory for this process, created private to the user."""
+    path = cache_root() / version_tag()
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
