@@ -19,7 +19,7 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "fusejit"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def version_tag() -> str:
     """Cache entries are versioned by fusejit, Numba, llvmlite, NumPy and the CPU."""
     import llvmlite
@@ -27,8 +27,9 @@ def version_tag() -> str:
     import numpy
 
     from . import __version__
-    cpu = platform.machine()
-    return f"fj{__version__}-nb{numba.__version__}-ll{llvmlite.__version__}-np{numpy.__version__}-{cpu}"
+    parts = (f"fj{__version__}", f"nb{numba.__version__}", f"ll{llvmlite.__version__}",
+             f"np{numpy.__version__}", platform.machine())
+    return "-".join(parts)
 
 
 def cache_dir() -> Path:

@@ -1,0 +1,194 @@
+"""The ``fusejit`` command: demo, dump, bench, cache. Errors are one line and a non-zero exit."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import traceback
+
+from . import __version__, config
+from .cli_args import CliError, build_arguments, load_function
+
+EXIT_USAGE, EXIT_FAILURE = 2, 1
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return args.run(args) or 0
+    except CliError as exc:
+        print(f"fusejit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # the user's model or the compiler failed: one line unless --debug
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(f"fusejit: error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+                  "traceback)", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fusejit", description="Compile NumPy functions "
+                                     "into fused kernels, and look inside.")
+    parser.add_argument("--version", action="version", version=f"fusejit {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_demo(commands)
+    _add_dump(commands)
+    _add_bench(commands)
+    _add_cache(commands)
+    return parser
+
+
+def _add_demo(commands):
+    demo = commands.add_parser("demo", help="compile the bundled GPT-2 block, show the "
+                               "fusion, time eager vs compiled")
+    demo.add_argument("--size", choices=("small", "bench"), default="bench")
+    demo.add_argument("--repeat", type=int, default=20)
+    demo.set_defaults(run=run_demo)
+
+
+def _add_dump(commands):
+    dump = commands.add_parser("dump", help="print the IR or kernels of FILE.py:FUNC")
+    dump.add_argument("target", metavar="FILE.py:FUNC")
+    dump.add_argument("--arg", action="append", default=[], metavar="NAME=f32[256,1024]",
+                      help="an argument: dtype[shape] for arrays, a Python literal otherwise")
+    dump.add_argument("--stage", default="optimized",
+                      help="traced | <pass name> | optimized | kernels | source | memory")
+    dump.add_argument("--print-after", action="append", default=[], metavar="PASS")
+    dump.add_argument("--why", action="store_true", help="list every refused fusion")
+    dump.add_argument("--target", choices=("cpu", "cuda"), default="cpu")
+    dump.add_argument("--format", choices=("text", "json", "dot"), default="text")
+    dump.add_argument("--output", metavar="PATH", help="write to PATH instead of stdout")
+    dump.set_defaults(run=run_dump)
+
+
+def _add_bench(commands):
+    bench = commands.add_parser("bench", help="time eager NumPy against compiled")
+    bench.add_argument("target", nargs="?", metavar="FILE.py:FUNC")
+    bench.add_argument("--arg", action="append", default=[], metavar="NAME=f32[256,1024]")
+    bench.add_argument("--suite", action="store_true", help="run the standard workloads")
+    bench.add_argument("--quick", action="store_true")
+    bench.add_argument("--repeat", type=int, default=20)
+    bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench.set_defaults(run=run_bench)
+
+
+def _add_cache(commands):
+    cache = commands.add_parser("cache", help="inspect or clear the kernel cache")
+    cache.add_argument("action", choices=("info", "clear"))
+    cache.set_defaults(run=run_cache)
+
+
+# -- commands --------------------------------------------------------------------------------
+def run_demo(args) -> int:
+    from .demo import demo
+    demo(size=args.size, repeat=args.repeat)
+    return 0
+
+
+def run_dump(args) -> int:
+    import fusejit
+    module, fn = load_function(args.target)
+    call_args, call_kwargs = build_arguments(fn, args.arg, module)
+    compiled = fusejit.compile(fn, target=args.target)
+    entry = compiled.entry_for(*call_args, **call_kwargs)
+    text = _dump_text(compiled, entry, args, call_args, call_kwargs)
+    _emit(text, args.output)
+    return 0
+
+
+def _dump_text(compiled, entry, args, call_args, call_kwargs) -> str:
+    from .runtime.explain import STAGES, stage_text
+    from .runtime.export import graph_dot, graph_json
+    if args.stage not in STAGES:
+        raise CliError(f"unknown stage {args.stage!r}; choose from {', '.join(STAGES)}")
+    if args.format != "text":
+        graph = _stage_graph(entry, args.stage)
+        return graph_json(graph) if args.format == "json" else graph_dot(graph)
+    parts = [stage_text(entry, name) for name in args.print_after]
+    parts.append(stage_text(entry, args.stage))
+    if args.why:
+        explanation = compiled.explain(*call_args, **call_kwargs)
+        rows = [f"  {r.op} at {r.loc.short() if r.loc else '?'}: {r.reason}"
+                for r in explanation.refusals]
+        parts.append("refused fusions:\n" + ("\n".join(rows) if rows else "  (none)") + "\n")
+    return "\n".join(parts)
+
+
+def _stage_graph(entry, stage):
+    from .passes import run_pipeline
+    if stage == "traced":
+        return entry.trace.graph
+    if stage in ("optimized", "kernels", "source", "memory"):
+        return entry.pipeline.graph
+    return run_pipeline(entry.trace.graph, stop_after=stage).graph
+
+
+def _emit(text: str, output) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    if output.endswith((".png", ".svg")):
+        _render(text, output)
+        return
+    with open(output, "w") as handle:
+        handle.write(text)
+
+
+def _render(dot_text: str, output: str) -> None:
+    import subprocess
+    if not dot_text.lstrip().startswith("digraph"):
+        raise CliError("rendering an image needs --format dot")
+    if shutil.which("dot") is None:
+        raise CliError("rendering PNG/SVG needs Graphviz: install it (apt-get install "
+                       "graphviz, or brew install graphviz), or write a .dot file instead")
+    fmt = output.rsplit(".", 1)[1]
+    subprocess.run(["dot", f"-T{fmt}", "-o", output], input=dot_text, text=True, check=True)
+
+
+def run_bench(args) -> int:
+    if args.suite or args.target is None:
+        from bench.__main__ import main as bench_main
+        return bench_main(["--quick"] if args.quick else [])
+    return _bench_function(args)
+
+
+def _bench_function(args) -> int:
+    import fusejit
+
+    from .benchtools import bench_function
+    module, fn = load_function(args.target)
+    call_args, call_kwargs = build_arguments(fn, args.arg, module)
+    report = bench_function(fusejit.compile(fn), fn, call_args, call_kwargs, args.repeat)
+    print(json.dumps(report, indent=2) if args.json else report_text(report))
+    return 0
+
+
+def report_text(report: dict) -> str:
+    lines = [f"{k:>22}: {v}" for k, v in report.items()]
+    return "\n".join(lines)
+
+
+def run_cache(args) -> int:
+    root = config.cache_root()
+    if args.action == "clear":
+        shutil.rmtree(root, ignore_errors=True)
+        print(f"cleared {root}")
+        return 0
+    files = [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+    size = sum(p.stat().st_size for p in files)
+    kernels = [p for p in files if p.suffix == ".py"]
+    print(f"cache directory: {root}\nversion tag: {config.version_tag()}\n"
+          f"kernel sources: {len(kernels)}\nfiles: {len(files)}\nsize: {size / 2**20:.2f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""``fusejit.compile``: the decorator and the CompiledFunction it returns."""
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import logging
+import threading
+import time
+import types
+
+from .. import config
+from ..errors import FusejitError, UnsupportedError
+from ..tracer import trace
+from .entries import RETRACE, CompiledEntry, EagerEntry
+from .key import UntraceableInput, check_dtype, make_key
+from .pipeline import build_program
+
+log = logging.getLogger("fusejit.runtime")
+TARGETS = ("auto", "cpu", "cuda")
+
+
+def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_traces=8,
+            fastmath=False, freeze=False):
+    """Compile a NumPy function. Usable as ``@compile`` or ``@compile(target="cpu", ...)``."""
+    options = dict(target=target, static_argnames=tuple(static_argnames), cache=cache,
+                   max_traces=max_traces, fastmath=fastmath, freeze=freeze)
+    if fn is None:
+        return lambda f: CompiledFunction(f, **options)
+    return CompiledFunction(fn, **options)
+
+
+def _resolve_target(target: str) -> str:
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
+    if target == "cuda":
+        raise UnsupportedError("target='cuda': the CUDA backend is not built yet; "
+                               "use target='cpu' (or 'auto')")
+    return "cpu"
+
+
+class CompiledFunction:
+    """Traces on the first call per signature, then replays the compiled program."""
+
+    def __init__(self, fn, *, target, static_argnames, cache, max_traces, fastmath, freeze):
+        if freeze:
+            raise UnsupportedError("freeze=True is not implemented yet")
+        functools.update_wrapper(self, fn)
+        self.fn, self.target = fn, _resolve_target(target)
+        self.static_argnames, self.max_traces = static_argnames, max_traces
+        self.fastmath, self.cache = fastmath, cache
+        self._signature = inspect.signature(fn)
+        self._entries: dict = {}
+        self._lock = threading.RLock()
+        self._stats = dict(traces=0, hits=0, eager_calls=0, kernels_compiled=0,
+                           kernels_reused=0, compile_seconds=0.0)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self):
+        return f"<fusejit.CompiledFunction {self.__qualname__} target={self.target}>"
+
+    # -- the call path -------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        fn, args, kwargs, statics = self._split_static(args, kwargs)
+        try:
+            key, leaves = make_key(args, kwargs, (self.target, statics))
+        except UntraceableInput as exc:
+            return self._run_eager(fn, args, kwargs, str(exc))
+        entry = self._entries.get(key)
+        if type(entry) is CompiledEntry:
+            result = entry.run(leaves)
+            if result is not RETRACE:
+                self._stats["hits"] += 1
+                return result
+        elif entry is not None:
+            entry.calls += 1
+            self._stats["eager_calls"] += 1
+            return fn(*args, **kwargs)
+        return self._trace_and_compile(fn, key, leaves, args, kwargs)
+
+    def _split_static(self, args, kwargs):
+        """``static_argnames`` become part of a partial: never traced, always in the key."""
+        if not self.static_argnames:
+            return self.fn, args, kwargs, None
+        bound = self._signature.bind(*args, **kwargs)
+        statics = {n: bound.arguments.pop(n) for n in self.static_argnames
+                   if n in bound.arguments}
+        fn = functools.partial(self.fn, **statics)
+        return fn, bound.args, bound.kwargs, _Static(statics)
+
+    def _run_eager(self, fn, args, kwargs, reason):
+        log.info("%s runs eagerly: %s", self.__qualname__, reason)
+        self._stats["eager_calls"] += 1
+        return fn(*args, **kwargs)
+
+    def _trace_and_compile(self, fn, key, leaves, args, kwargs):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and type(entry) is not CompiledEntry:
+                return fn(*args, **kwargs)
+            try:
+                for signature in key[1]:
+                    check_dtype(signature)
+            except UntraceableInput as exc:
+                self._entries[key] = EagerEntry(str(exc))
+                return self._run_eager(fn, args, kwargs, str(exc))
+            started = time.perf_counter()
+            recorded = trace(fn, args, kwargs, name=self.__name__)
+            self._stats["traces"] += 1
+            self._entries[key] = self._make_entry(recorded)
+            self._stats["compile_seconds"] += time.perf_counter() - started
+            return recorded.result
+
+    def _make_entry(self, recorded):
+        if recorded.fallback is not None:
+            log.info("%s: this signature runs eagerly: %s", self.__qualname__,
+                     recorded.fallback.reason)
+            return EagerEntry(recorded.fallback.reason, recorded.fallback.loc)
+        try:
+            program, pipeline, counts = build_program(recorded.graph, self.target)
+        except FusejitError:
+            raise
+        except Exception as exc:
+            if config.strict():
+                raise
+            log.warning("%s: compiling failed (%s: %s); this signature runs eagerly",
+                        self.__qualname__, type(exc).__name__, exc)
+            return EagerEntry(f"compile error: {type(exc).__name__}: {exc}")
+        self._stats["kernels_compiled"] += counts["compiled"]
+        self._stats["kernels_reused"] += counts["reused"]
+        return CompiledEntry(recorded, program, pipeline)
+
+    # -- introspection -------------------------------------------------------------------
+    def cache_info(self) -> dict:
+        info = dict(self._stats)
+        info["signatures"] = len(self._entries)
+        info["eager_signatures"] = sum(type(e) is EagerEntry for e in self._entries.values())
+        return info
+
+    def entry_for(self, *args, **kwargs):
+        """The cache entry for these arguments, tracing them (on copies) if needed."""
+        fn, args, kwargs, statics = self._split_static(args, kwargs)
+        key, _ = make_key(args, kwargs, (self.target, statics))
+        if key not in self._entries:
+            copied_args, copied_kwargs = copy.deepcopy((args, kwargs))
+            self._trace_and_compile(fn, key, None, copied_args, copied_kwargs)
+        return self._entries[key]
+
+    def explain(self, *args, **kwargs):
+        from .explain import explain_entry
+        return explain_entry(self, self.entry_for(*args, **kwargs))
+
+    def ir(self, *args, stage="optimized", **kwargs) -> str:
+        from .explain import stage_text
+        return stage_text(self.entry_for(*args, **kwargs), stage)
+
+
+class _Static:
+    """Carries static arguments inside the key (hashable by value, else by identity)."""
+
+    def __init__(self, values):
+        self.values = values
+        try:
+            self._hash = hash(tuple(sorted(values.items())))
+            self._key = tuple(sorted(values.items()))
+        except TypeError:
+            self._key = tuple((k, id(v)) for k, v in sorted(values.items()))
+            self._hash = hash(self._key)
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and self._key == other._key

@@ -1,0 +1,59 @@
+"""What a cache key maps to: a compiled program, or the reason that signature runs eagerly."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..tracer import Trace, unflatten
+from .program import Program
+
+RETRACE = object()  # a captured array changed shape or dtype: trace this signature again
+
+
+@dataclass
+class CompiledEntry:
+    trace: Trace
+    program: Program
+    pipeline: object                   # the PipelineRun (stats per pass, optimized graph)
+    hits: int = 0
+
+    def run(self, leaves):
+        trace = self.trace
+        inputs = [_as_array(leaves[i]) for i in trace.arg_leaves]
+        captured = [c.resolve(leaves) for c in trace.captures]
+        for capture, array in zip(trace.captures, captured, strict=True):
+            if array.shape != capture.type.shape or array.dtype != capture.type.dtype:
+                return RETRACE
+        values = self.program.run(inputs + captured)
+        for mutation in trace.mutations:
+            target = leaves[mutation.index] if mutation.target == "arg" else \
+                captured[mutation.index]
+            np.copyto(target, values[mutation.output])
+        self.hits += 1
+        return unflatten(trace.out_treedef,
+                         [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves])
+
+
+@dataclass
+class EagerEntry:
+    reason: str
+    loc: object = None
+    calls: int = field(default=0)
+
+
+def _as_array(leaf):
+    return leaf if type(leaf) is np.ndarray else np.asarray(leaf)
+
+
+def _output(leaf, values, leaves, captured):
+    if leaf.kind == "value":
+        value = values[leaf.index]
+        if leaf.pyfloat:
+            return float(value)
+        return value[()] if leaf.scalar else value
+    if leaf.kind == "arg":
+        return leaves[leaf.index]
+    if leaf.kind == "capture":
+        return captured[leaf.index]
+    return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const

@@ -1,0 +1,173 @@
+"""``explain()`` and ``ir()``: what the compiler did with one signature, in words."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import Graph, Node, ops, print_graph
+from ..passes import DEFAULT_PIPELINE, run_pipeline
+from .entries import CompiledEntry
+
+STAGES = ("traced", "optimized", "kernels", "source", "memory") + DEFAULT_PIPELINE
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    name: str
+    kind: str
+    source_ops: tuple          # ((op, loc), ...)
+    bytes_read: int
+    bytes_written: int
+    intermediates: int         # values computed in registers, never materialized
+
+    def summary(self) -> str:
+        ops_text = ", ".join(f"{op}@{_loc(loc)}" for op, loc in self.source_ops)
+        return (f"{self.name}  [{self.kind}] fuses {len(self.source_ops)} ops, "
+                f"{self.intermediates} never materialized: {ops_text}")
+
+
+@dataclass(frozen=True)
+class HostCall:
+    op: str
+    loc: object
+    what: str                  # "BLAS call", "NumPy view", "NumPy copy"
+
+
+@dataclass
+class Explanation:
+    function: str
+    signature: str
+    status: str                            # "compiled" | "eager"
+    reason: str = ""
+    kernels: list[KernelInfo] = field(default_factory=list)
+    blas_calls: list[HostCall] = field(default_factory=list)
+    host_ops: list[HostCall] = field(default_factory=list)
+    views: int = 0
+    refusals: list = field(default_factory=list)
+    memory: dict = field(default_factory=dict)
+    notes: tuple = ()
+    cache: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        lines = [f"fusejit.explain: {self.function}({self.signature})"]
+        if self.status == "eager":
+            lines.append(f"status: runs eagerly (NumPy) -- {self.reason}")
+        else:
+            lines.append(f"status: compiled -- {len(self.kernels)} kernels, "
+                         f"{len(self.blas_calls)} BLAS calls, {len(self.host_ops)} host copies, "
+                         f"{self.views} views")
+            lines += _section("kernels", [k.summary() for k in self.kernels])
+            lines += _section("BLAS calls", [f"{c.op} at {_loc(c.loc)}" for c in self.blas_calls])
+            lines += _section("host copies (NumPy)",
+                              [f"{c.op} at {_loc(c.loc)}" for c in self.host_ops])
+            lines += _section("refused fusions", [_refusal(r) for r in self.refusals])
+            lines += _section("memory", [_memory(self.memory)] if self.memory else [])
+        lines += _section("notes", list(self.notes))
+        cache = ", ".join(f"{k}={v}" for k, v in sorted(self.cache.items())
+                          if not isinstance(v, float))
+        lines.append(f"cache: {cache}")
+        return "\n".join(lines) + "\n"
+
+
+def _section(title, rows):
+    return [f"{title}:"] + [f"  {row}" for row in rows] if rows else []
+
+
+def _loc(loc) -> str:
+    return loc.short() if loc is not None else "?"
+
+
+def _refusal(refusal) -> str:
+    return f"{refusal.op} at {_loc(refusal.loc)}: {refusal.reason}"
+
+
+def _memory(memory) -> str:
+    peak, eager = memory.get("peak_bytes", 0), memory.get("eager_peak_bytes", 0)
+    return f"peak intermediates {_mb(peak)} (eager NumPy: {_mb(eager)})"
+
+
+def _mb(n) -> str:
+    return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
+def explain_entry(compiled, entry) -> Explanation:
+    cache = compiled.cache_info()
+    if not isinstance(entry, CompiledEntry):
+        return Explanation(compiled.__qualname__, "", "eager", _eager_reason(entry),
+                           cache=cache)
+    graph = entry.pipeline.graph
+    signature = ", ".join(f"{v.hint or '?'}: {v.type}" for v in entry.trace.graph.inputs)
+    result = Explanation(compiled.__qualname__, signature, "compiled",
+                         notes=tuple(entry.trace.notes), cache=cache)
+    for node in graph.nodes:
+        _classify(node, result)
+    result.refusals = list(entry.pipeline.stats.get("fuse", {}).get("refusals", []))
+    memory = entry.pipeline.stats.get("plan_memory", {})
+    result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
+    return result
+
+
+def _eager_reason(entry) -> str:
+    where = f" at {_loc(entry.loc)}" if getattr(entry, "loc", None) is not None else ""
+    return f"{entry.reason}{where}"
+
+
+def _classify(node: Node, result: Explanation) -> None:
+    if node.op == "fused":
+        result.kernels.append(kernel_info(node))
+        return
+    kind = ops.get(node.op).kind
+    if kind == ops.MATMUL:
+        result.blas_calls.append(HostCall(node.op, node.loc, "BLAS call"))
+    elif kind == ops.VIEW:
+        result.views += 1
+    else:
+        result.host_ops.append(HostCall(node.op, node.loc, "NumPy copy"))
+
+
+def kernel_info(node: Node) -> KernelInfo:
+    body: Graph = node.attr["body"]
+    kept = set(body.outputs)
+    intermediates = sum(1 for n in body.nodes for v in n.outputs if v not in kept)
+    return KernelInfo(node.attr.get("name", "kernel"), node.attr.get("kind", "?"),
+                      tuple((n.op, n.loc) for n in body.nodes),
+                      sum(v.type.nbytes for v in node.inputs if hasattr(v, "uid")),
+                      sum(v.type.nbytes for v in node.outputs), intermediates)
+
+
+def stage_text(entry, stage: str) -> str:
+    if not isinstance(entry, CompiledEntry):
+        if stage == "traced" and hasattr(entry, "graph"):
+            return print_graph(entry.graph)
+        return f"# this signature runs eagerly: {_eager_reason(entry)}\n"
+    if stage == "traced":
+        return print_graph(entry.trace.graph)
+    if stage == "optimized":
+        return print_graph(entry.pipeline.graph)
+    if stage == "kernels":
+        return kernels_text(entry)
+    if stage == "source":
+        return "\n\n".join(k.source for k in entry.program.kernels) + "\n"
+    if stage == "memory":
+        return _memory_text(entry)
+    if stage in DEFAULT_PIPELINE:
+        return print_graph(run_pipeline(entry.trace.graph, stop_after=stage).graph)
+    raise ValueError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
+
+
+def kernels_text(entry) -> str:
+    blocks = []
+    for node in entry.pipeline.graph.nodes:
+        if node.op != "fused":
+            continue
+        info = kernel_info(node)
+        header = [f"# kernel {info.name} [{info.kind}] target=cpu",
+                  f"#   reads {info.bytes_read} B, writes {info.bytes_written} B, "
+                  f"{info.intermediates} intermediates never materialized"]
+        header += [f"#   {op:<12} {_loc(loc)}" for op, loc in info.source_ops]
+        blocks.append("\n".join(header) + "\n" + print_graph(node.attr["body"]))
+    return "\n".join(blocks) if blocks else "# no kernels\n"
+
+
+def _memory_text(entry) -> str:
+    memory = entry.pipeline.stats.get("plan_memory", {})
+    return "\n".join(f"{k}: {v}" for k, v in sorted(memory.items()) if k != "last_use") + "\n"

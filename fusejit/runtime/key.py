@@ -1,0 +1,44 @@
+"""Cache keys (DESIGN.md §2): pytree structure + each traced leaf's shape and dtype + static
+values + target. Building a key is on the hot path of every call: keep it lean."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import SUPPORTED_DTYPES
+from ..tracer import flatten
+
+_ARRAY, _GENERIC, _FLOAT, _STATIC, _BY_ID = "a", "g", "f", "s", "i"
+
+
+class UntraceableInput(Exception):
+    """An argument the compiler cannot handle (object dtype, array subclass...): run eagerly."""
+
+
+def leaf_signature(leaf):
+    cls = type(leaf)
+    if cls is np.ndarray:
+        return (_ARRAY, leaf.shape, leaf.dtype)
+    if cls is float:
+        return _FLOAT
+    if isinstance(leaf, np.generic):
+        return (_GENERIC, leaf.dtype)
+    if isinstance(leaf, np.ndarray):
+        raise UntraceableInput(f"an ndarray subclass ({cls.__name__}) is not traced")
+    try:
+        hash(leaf)
+    except TypeError:
+        return (_BY_ID, id(leaf))
+    return (_STATIC, cls, leaf)
+
+
+def check_dtype(signature) -> None:
+    if isinstance(signature, tuple) and signature[0] in (_ARRAY, _GENERIC):
+        dtype = signature[-1]
+        if dtype not in SUPPORTED_DTYPES or not dtype.isnative:
+            raise UntraceableInput(f"dtype {dtype} is not supported by the compiler")
+
+
+def make_key(args, kwargs, target):
+    leaves, treedef = flatten((args, kwargs))
+    key = (treedef, tuple(leaf_signature(leaf) for leaf in leaves), target)
+    return key, leaves

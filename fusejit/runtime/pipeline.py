@@ -1,0 +1,22 @@
+"""From a traced graph to a runnable Program: the pass pipeline, then lowering."""
+from __future__ import annotations
+
+import logging
+
+from .. import codegen, config
+from ..passes import DEFAULT_PIPELINE, run_pipeline
+from .program import lower
+
+log = logging.getLogger("fusejit.compile")
+
+
+def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE):
+    """Returns (program, pipeline_run, {"compiled": n, "reused": n})."""
+    run = run_pipeline(graph, pipeline, verify_each=config.strict())
+    before = codegen.kernel_stats()
+    program = lower(run.graph, target)
+    after = codegen.kernel_stats()
+    counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
+    log.debug("%s: %d steps, %d kernels (%d new)", graph.name, len(program.steps),
+              len(program.kernels), counts["compiled"])
+    return program, run, counts

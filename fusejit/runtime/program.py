@@ -1,0 +1,103 @@
+"""A Program is an optimized graph lowered to a flat list of steps over numbered slots.
+
+Replay runs each step (a fused kernel, a BLAS call, a NumPy view or a host copy), drops each
+intermediate buffer after its last use, then rebuilds the user's result."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..codegen import build_kernel
+from ..ir import Graph, Lit, Node, ops
+
+
+@dataclass(frozen=True)
+class Step:
+    fn: object                 # callable(*arrays) -> tuple of arrays
+    inputs: tuple[int, ...]    # slots read
+    outputs: tuple[int, ...]   # slots written
+    frees: tuple[int, ...]     # slots whose last use is this step
+    node: Node
+
+
+@dataclass
+class Program:
+    graph: Graph
+    steps: list[Step]
+    constants: dict[int, np.ndarray]   # slot -> literal value
+    n_inputs: int
+    n_slots: int
+    outputs: tuple[int, ...]
+    kernels: list = field(default_factory=list)
+
+    def run(self, inputs) -> list:
+        slots = [None] * self.n_slots
+        slots[: self.n_inputs] = inputs
+        for slot, value in self.constants.items():
+            slots[slot] = value
+        for step in self.steps:
+            results = step.fn(*[slots[i] for i in step.inputs])
+            for slot, value in zip(step.outputs, results, strict=True):
+                slots[slot] = value
+            for slot in step.frees:
+                slots[slot] = None
+        return [np.array(slots[i]) if i in self.constants else slots[i] for i in self.outputs]
+
+
+def host_call(node: Node):
+    """A node run through its NumPy reference: views stay views, matmul is a BLAS call."""
+    impl, attrs = ops.get(node.op).impl, dict(node.attrs)
+
+    def call(*values):
+        result = impl(*values, **attrs)
+        return result if isinstance(result, tuple) else (np.asarray(result),)
+    call.__name__ = f"host_{node.op}"
+    return call
+
+
+def lower(graph: Graph, target: str = "cpu") -> Program:
+    slot_of = {var: i for i, var in enumerate(graph.inputs)}
+    constants: dict[int, np.ndarray] = {}
+    count = [len(graph.inputs)]
+
+    def slot(value) -> int:
+        if isinstance(value, Lit):
+            constants[count[0]] = np.asarray(value.value)
+        elif value not in slot_of:
+            slot_of[value] = count[0]
+        else:
+            return slot_of[value]
+        count[0] += 1
+        return count[0] - 1
+
+    raw_steps, kernels = [], []
+    for node in graph.nodes:
+        fn = _step_function(node, target, kernels)
+        raw_steps.append((fn, tuple(slot(v) for v in node.inputs),
+                          tuple(slot(v) for v in node.outputs), node))
+    outputs = tuple(slot(v) for v in graph.outputs)
+    steps = _attach_frees(raw_steps, set(outputs), len(graph.inputs), set(constants))
+    return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels)
+
+
+def _step_function(node: Node, target: str, kernels: list):
+    if node.op != "fused":
+        return host_call(node)
+    kernel = build_kernel(node, target=target)
+    kernels.append(kernel)
+    return kernel
+
+
+def _attach_frees(raw_steps, keep: set[int], n_inputs: int, constants: set[int]) -> list[Step]:
+    """Free each intermediate slot right after the step that reads it last."""
+    last_use: dict[int, int] = {}
+    for index, (_, inputs, outputs, _) in enumerate(raw_steps):
+        for s in inputs + outputs:
+            last_use[s] = index
+    frees: dict[int, list[int]] = {}
+    for s, index in last_use.items():
+        if s >= n_inputs and s not in keep and s not in constants:
+            frees.setdefault(index, []).append(s)
+    return [Step(fn, inputs, outputs, tuple(sorted(frees.get(i, ()))), node)
+            for i, (fn, inputs, outputs, node) in enumerate(raw_steps)]
