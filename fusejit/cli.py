@@ -56,7 +56,7 @@ def _add_demo(commands):
 
 def _add_dump(commands):
     dump = commands.add_parser("dump", help="print the IR or kernels of FILE.py:FUNC")
-    dump.add_argument("target", metavar="FILE.py:FUNC")
+    dump.add_argument("function", metavar="FILE.py:FUNC")
     dump.add_argument("--arg", action="append", default=[], metavar="NAME=f32[256,1024]",
                       help="an argument: dtype[shape] for arrays, a Python literal otherwise")
     dump.add_argument("--stage", default="optimized",
@@ -71,7 +71,7 @@ def _add_dump(commands):
 
 def _add_bench(commands):
     bench = commands.add_parser("bench", help="time eager NumPy against compiled")
-    bench.add_argument("target", nargs="?", metavar="FILE.py:FUNC")
+    bench.add_argument("function", nargs="?", metavar="FILE.py:FUNC")
     bench.add_argument("--arg", action="append", default=[], metavar="NAME=f32[256,1024]")
     bench.add_argument("--suite", action="store_true", help="run the standard workloads")
     bench.add_argument("--quick", action="store_true")
@@ -95,7 +95,7 @@ def run_demo(args) -> int:
 
 def run_dump(args) -> int:
     import fusejit
-    module, fn = load_function(args.target)
+    module, fn = load_function(args.function)
     call_args, call_kwargs = build_arguments(fn, args.arg, module)
     compiled = fusejit.compile(fn, target=args.target)
     entry = compiled.entry_for(*call_args, **call_kwargs)
@@ -154,7 +154,7 @@ def _render(dot_text: str, output: str) -> None:
 
 
 def run_bench(args) -> int:
-    if args.suite or args.target is None:
+    if args.suite or args.function is None:
         from bench.__main__ import main as bench_main
         return bench_main(["--quick"] if args.quick else [])
     return _bench_function(args)
@@ -164,7 +164,7 @@ def _bench_function(args) -> int:
     import fusejit
 
     from .benchtools import bench_function
-    module, fn = load_function(args.target)
+    module, fn = load_function(args.function)
     call_args, call_kwargs = build_arguments(fn, args.arg, module)
     report = bench_function(fusejit.compile(fn), fn, call_args, call_kwargs, args.repeat)
     print(json.dumps(report, indent=2) if args.json else report_text(report))

@@ -1,0 +1,1 @@
+"""fusejit benchmarks: ``python -m bench`` (see bench/__main__.py). Benchmarks are not tests."""

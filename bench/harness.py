@@ -1,0 +1,186 @@
+"""Timing: eager NumPy, ``fusejit.compile`` and peers side by side in one process.
+
+For each workload: build inputs, run eager and compiled once and compare (abort the workload
+with MISMATCH if they differ), then time each with ``time.perf_counter`` (warmup, N repeats,
+median and IQR), measure peak memory with ``tracemalloc`` and count kernels with ``explain``.
+Nothing here is imported by tests: benchmarks never decide pass or fail.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+import tracemalloc
+
+import numpy as np
+
+from .workloads import REPEATS, compare, compare_values, fresh, nbytes, workloads
+
+
+def time_calls(call, warmup, repeats):
+    """Seconds per call: ``repeats`` samples after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def summarize(samples):
+    q1, median, q3 = np.percentile(samples, [25, 50, 75])
+    return {"median_s": float(median), "iqr_s": float(q3 - q1), "n": len(samples)}
+
+
+def peak_memory(call) -> int:
+    """Peak bytes NumPy allocates during one call (NumPy reports its buffers to tracemalloc;
+    buffers that compiled Numba code allocates through its own runtime are not seen)."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        result = call()
+        peak = tracemalloc.get_traced_memory()[1] - base
+        del result
+    finally:
+        tracemalloc.stop()
+    return int(peak)
+
+
+def copy_bandwidth(megabytes=128, threads=2, repeats=5) -> float:
+    """Achieved bytes/s (read + write) of ``np.copyto`` on a large array, split across threads
+    (NumPy releases the GIL while copying)."""
+    src = np.ones(megabytes * 2**20 // 8)
+    dst = np.empty_like(src)
+    chunks = np.array_split(np.arange(src.size), threads)
+    bounds = [(int(c[0]), int(c[-1]) + 1) for c in chunks]
+
+    def copy_part(lo, hi):
+        np.copyto(dst[lo:hi], src[lo:hi])
+
+    def copy_all():
+        workers = [threading.Thread(target=copy_part, args=b) for b in bounds]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+
+    seconds = summarize(time_calls(copy_all, 1, repeats))["median_s"]
+    return 2 * src.nbytes / seconds
+
+
+def compile_fn(workload):
+    import fusejit
+
+    if workload.static_argnames:
+        return fusejit.compile(static_argnames=workload.static_argnames)(workload.fn)
+    return fusejit.compile(workload.fn)
+
+
+def count_kernels(compiled, args, kwargs):
+    try:
+        return len(compiled.explain(*args, **kwargs).kernels)
+    except Exception:  # explain is optional for the table
+        info = compiled.cache_info()
+        return info.get("kernels_compiled", 0) + info.get("kernels_reused", 0)
+
+
+def run_compiled(workload, args, kwargs, eager_out, warmup, repeats):
+    """The fusejit column: compile time, timings, kernels, peak memory; or the error."""
+    try:
+        compiled = compile_fn(workload)
+        call_args, call_kwargs = fresh(args, kwargs)
+        start = time.perf_counter()
+        out = compiled(*call_args, **call_kwargs)
+        first_call_s = time.perf_counter() - start
+    except Exception as exc:  # report, don't crash the whole bench
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    try:
+        compare(eager_out, out, workload.dtype)
+        if workload.mutates_args:  # the in-place updates must match too
+            compare(eager_args_after(workload, args, kwargs), call_args, workload.dtype)
+    except AssertionError as exc:
+        return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
+    call_args, call_kwargs = fresh(args, kwargs) if workload.mutates_args else (args, kwargs)
+    call = lambda: compiled(*call_args, **call_kwargs)
+    return {
+        "status": "ok",
+        "compile_s": first_call_s,
+        **summarize(time_calls(call, warmup, repeats)),
+        "peak_bytes": peak_memory(call),
+        "kernels": count_kernels(compiled, call_args, call_kwargs),
+        "cache_info": dict(compiled.cache_info()),
+    }
+
+
+def eager_args_after(workload, args, kwargs):
+    call_args, call_kwargs = fresh(args, kwargs)
+    workload.fn(*call_args, **call_kwargs)
+    return call_args
+
+
+def run_peer(workload, peer_name, builder, args, kwargs, eager_out, warmup, repeats):
+    try:
+        call = builder(workload.name, args, kwargs)
+    except ImportError as exc:
+        return {"status": "skipped", "error": f"not installed ({exc.name or exc})"}
+    try:
+        start = time.perf_counter()
+        out = call()
+        first_call_s = time.perf_counter() - start
+        compare_values(eager_out, out, workload.dtype)
+    except AssertionError as exc:
+        return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
+    except Exception as exc:
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    return {"status": "ok", "compile_s": first_call_s, **summarize(time_calls(call, warmup,
+                                                                              repeats))}
+
+
+def run_workload(workload, peers=True, repeats=None):
+    warmup, timed = REPEATS[workload.size]
+    timed = repeats or timed
+    args, kwargs = workload.inputs()
+    eager_args, eager_kwargs = fresh(args, kwargs)
+    eager_out = workload.fn(*eager_args, **eager_kwargs)
+    timed_args, timed_kwargs = fresh(args, kwargs) if workload.mutates_args else (args, kwargs)
+    eager_call = lambda: workload.fn(*timed_args, **timed_kwargs)
+    row = {
+        "workload": workload.name, "size": workload.size, "dtype": workload.dtype.name,
+        "bytes_moved": nbytes((args, kwargs)) + nbytes(eager_out),
+        "eager": {"status": "ok", **summarize(time_calls(eager_call, warmup, timed)),
+                  "peak_bytes": peak_memory(eager_call)},
+    }
+    row["fusejit"] = run_compiled(workload, args, kwargs, eager_out, warmup, timed)
+    row["peers"] = {}
+    for name, builder in workload.peers if peers else ():
+        row["peers"][name] = run_peer(workload, name, builder, args, kwargs, eager_out,
+                                      warmup, timed)
+    add_ratios(row)
+    return row
+
+
+def add_ratios(row):
+    eager_s = row["eager"]["median_s"]
+    for result in [row["fusejit"], *row["peers"].values()]:
+        if result.get("status") == "ok":
+            result["speedup"] = eager_s / result["median_s"]
+            result["bandwidth_Bps"] = row["bytes_moved"] / result["median_s"]
+    row["eager"]["bandwidth_Bps"] = row["bytes_moved"] / eager_s
+
+
+def run_all(size="bench", dtype=np.float32, only=None, peers=True, repeats=None, log=print):
+    """Run every workload; returns ``{"copy_bandwidth_Bps": ..., "rows": [...]}``."""
+    bandwidth = copy_bandwidth(megabytes=64 if size == "quick" else 256)
+    log(f"copy bandwidth: {bandwidth / 1e9:.1f} GB/s")
+    rows = []
+    for workload in workloads(size, dtype, only):
+        log(f"running {workload.name} ({size}, {workload.dtype.name}) ...")
+        try:
+            rows.append(run_workload(workload, peers, repeats))
+        except Exception:  # an eager failure is a bug in the model: show it
+            log(traceback.format_exc())
+            rows.append({"workload": workload.name, "size": size, "error": "eager failed"})
+    return {"copy_bandwidth_Bps": bandwidth, "rows": rows}

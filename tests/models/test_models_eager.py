@@ -1,0 +1,132 @@
+"""The benchmark models run eagerly: expected shapes and dtypes, finite values, determinism.
+
+These pin the models themselves (the oracle of the compiled e2e tests), not fusejit.
+"""
+import copy
+
+import numpy as np
+import pytest
+
+from bench.models import MODELS, load
+from bench.models.lstm import lstm_cell
+
+DTYPES = [np.float32, np.float64]
+
+# name -> (shapes of the small-size outputs, output dtype for f32 input or None = same dtype)
+EXPECTED = {
+    "mlp": ([(8, 16)], None),
+    "gelu": ([(8, 32)], np.float64),        # NEP 50: np.sqrt(2 / np.pi) is a strong float64
+    "elementwise": ([(8, 32)], None),
+    "softmax": ([(8, 32)], None),
+    "layernorm": ([(8, 32)], None),
+    "attention": ([(8, 32)], None),
+    "gpt2_block": ([(8, 32)], None),
+    "gpt2": ([(8, 64)], None),
+    "lstm": ([(16, 4, 16), (4, 16)], None),
+    "conv": ([(2, 4, 8, 8)], None),
+    "mlp_train": ([()], None),
+}
+
+
+def run(name, dtype, seed=0):
+    fn, make_inputs = load(name)
+    args, kwargs = make_inputs(dtype=dtype, size="small", seed=seed)
+    out = fn(*args, **kwargs)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def test_every_model_has_expectations():
+    assert set(EXPECTED) == set(MODELS)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_model_runs_eagerly(name, dtype):
+    shapes, f32_result_dtype = EXPECTED[name]
+    outs = run(name, dtype)
+    want_dtype = np.dtype(f32_result_dtype or dtype) if dtype == np.float32 else np.dtype(dtype)
+    assert [np.shape(o) for o in outs] == shapes
+    for out in outs:
+        assert np.asarray(out).dtype == want_dtype
+        assert np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_inputs_are_deterministic(name):
+    _, make_inputs = load(name)
+    first, second = make_inputs(seed=3), make_inputs(seed=3)
+    flat = lambda tree: [leaf for leaf in _leaves(tree) if isinstance(leaf, np.ndarray)]
+    for a, b in zip(flat(first), flat(second), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        for key in sorted(tree):
+            yield from _leaves(tree[key])
+    elif isinstance(tree, (list, tuple)):
+        for item in tree:
+            yield from _leaves(item)
+    else:
+        yield tree
+
+
+def test_loss_is_a_numpy_scalar():
+    (loss,) = run("mlp_train", np.float32)
+    assert type(loss) is np.float32
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_training_step_decreases_loss_and_updates_in_place(dtype):
+    fn, make_inputs = load("mlp_train")
+    (x, y, params, lr), _ = make_inputs(dtype=dtype, size="small")
+    arrays_before = dict(params)
+    initial = copy.deepcopy(params)
+    losses = [fn(x, y, params, lr) for _ in range(5)]
+    assert np.all(np.diff(losses) < 0), losses
+    for key, value in params.items():
+        assert value is arrays_before[key]            # the caller's arrays, updated in place
+        assert value.dtype == np.dtype(dtype)
+        assert not np.array_equal(value, initial[key])
+
+
+def test_lstm_unrolls_sixteen_steps():
+    fn, make_inputs = load("lstm")
+    (xs, h, c, params), _ = make_inputs()
+    hs, c_last = fn(xs, h, c, params)
+    h_step, c_step = h, c
+    for t in range(len(xs)):
+        h_step, c_step = lstm_cell(xs[t], h_step, c_step, params["w_ih"], params["w_hh"],
+                                   params["b"])
+    np.testing.assert_allclose(hs[-1], h_step)
+    np.testing.assert_allclose(c_last, c_step)
+
+
+def test_softmax_rows_sum_to_one():
+    (out,) = run("softmax", np.float64)
+    np.testing.assert_allclose(out.sum(axis=-1), 1.0, rtol=1e-12)
+
+
+def test_layernorm_normalizes_rows():
+    from bench.models.layernorm import layer_norm
+    x = np.random.default_rng(0).standard_normal((4, 64))
+    out = layer_norm(x, np.ones(64), np.zeros(64))
+    np.testing.assert_allclose(out.mean(axis=-1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(out.std(axis=-1), 1.0, rtol=1e-4)
+
+
+def test_attention_is_causal():
+    fn, make_inputs = load("attention")
+    (x, p, n_head), _ = make_inputs(dtype=np.float64)
+    changed = x.copy()
+    changed[-1] += 1.0                                # the last token cannot affect earlier ones
+    np.testing.assert_allclose(fn(x, p, n_head)[:-1], fn(changed, p, n_head)[:-1])
+
+
+def test_conv_matches_direct_convolution():
+    fn, make_inputs = load("conv")
+    (x, w, b), _ = make_inputs(dtype=np.float64)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
+    direct = np.einsum("nchwij,ocij->nohw", windows, w) + b[None, :, None, None]
+    np.testing.assert_allclose(fn(x, w, b), np.maximum(direct, 0), rtol=1e-10, atol=1e-12)
