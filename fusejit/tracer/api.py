@@ -1,0 +1,125 @@
+"""``trace(fn, args, kwargs)``: run ``fn`` eagerly on proxies and return the recorded ``Trace``."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Graph, TensorType, Var
+from .captures import Capture, Roots
+from .context import Fallback, Recorder, active, sanitize, set_active
+from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
+from .tracer import Tracer
+
+
+@dataclass(frozen=True)
+class OutputLeaf:
+    kind: str              # "value" | "arg" | "capture" | "const"
+    index: int = 0
+    scalar: bool = False
+    pyfloat: bool = False
+    const: object = None
+
+
+@dataclass(frozen=True)
+class Mutation:
+    target: str            # "arg" | "capture"
+    index: int
+    output: int
+
+
+@dataclass
+class Trace:
+    graph: Graph
+    result: object
+    arg_leaves: tuple[int, ...]
+    captures: tuple[Capture, ...]
+    out_treedef: TreeDef
+    out_leaves: tuple[OutputLeaf, ...]
+    mutations: tuple[Mutation, ...]
+    fallback: Fallback | None
+    notes: tuple[str, ...]
+
+
+def _positional_names(fn, count: int) -> list[str]:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(count):
+        param = params[min(i, len(params) - 1)] if params else None
+        if param is not None and param.kind == param.VAR_POSITIONAL:
+            names.append(f"{param.name}.{i - params.index(param)}")
+        elif param is not None and i < len(params) and param.kind in (
+                param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            names.append(param.name)
+        else:
+            names.append(f"arg{i}")
+    return names
+
+
+def _arg_hints(fn, args, kwargs) -> list[str]:
+    """``x``, ``p.attn.w``, ``params.0``: names with pytree paths, in leaf order."""
+    named = list(zip(_positional_names(fn, len(args)), args, strict=True))
+    named += [(key, kwargs[key]) for key in flatten(kwargs)[1].meta]
+    hints = []
+    for name, value in named:
+        hints += [sanitize(f"{name}.{p}" if p else name) for p in leaf_paths(flatten(value)[1])]
+    return hints
+
+
+def _random_state_token():
+    """The legacy global RNG's state: np.random.* calls in the body change it (the calls are
+    Cython methods, invisible to a profile hook)."""
+    return np.random.get_state(legacy=False)["state"]["pos"], np.random.get_state()[1][:4]
+
+
+def _note_random(recorder, before) -> None:
+    after = _random_state_token()
+    if before[0] == after[0] and np.array_equal(before[1], after[1]):
+        return
+    consts = [c.description.split(" at ")[-1] for c in recorder.captures
+              if c.source[0] == "const"]
+    where = f" (constants used at {', '.join(consts)})" if consts else ""
+    recorder.note(f"np.random was called while tracing: its results are frozen at trace "
+                  f"time{where}")
+
+
+def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
+    if active() is not None:
+        raise RuntimeError("fusejit: nested tracing is not supported")
+    leaves, treedef = flatten((tuple(args), dict(kwargs)))
+    hints = _arg_hints(fn, args, kwargs)
+    name = name or getattr(fn, "__name__", "fn")
+    recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves)
+    proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
+    proxy_args, proxy_kwargs = unflatten(treedef, [proxies.get(i, leaf)
+                                                   for i, leaf in enumerate(leaves)])
+    random_before = _random_state_token()
+    set_active(recorder)
+    try:
+        result = fn(*proxy_args, **proxy_kwargs)
+    finally:
+        set_active(None)
+    _note_random(recorder, random_before)
+    from .outputs import finish
+    return finish(recorder, result, proxies, arg_leaves)
+
+
+def _make_proxies(recorder, leaves, hints):
+    proxies, arg_leaves = {}, []
+    for index, leaf in enumerate(leaves):
+        if not is_traced_leaf(leaf):
+            continue
+        if type(leaf) is float:
+            var = Var(TensorType((), np.float64, weak=True), hints[index])
+        else:
+            var = Var(TensorType(np.shape(leaf), leaf.dtype), hints[index])
+        recorder.inputs.append(var)
+        arg_leaves.append(index)
+        proxy = Tracer(leaf, var, recorder)
+        proxy.owns = True
+        proxies[index] = proxy
+    return proxies, tuple(arg_leaves)

@@ -1,0 +1,139 @@
+"""Captured arrays: ndarrays a traced body reads that were not passed as arguments.
+
+A capture is found by a *path* the runtime re-reads on every call (a global name, a closure
+cell, attributes of a static argument object such as ``self``), so rebinding a global or
+updating ``self.W`` outside is seen. An array reachable by no path (created in the body) is a
+constant: the capture holds a copy taken when the trace first read it.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import TensorType
+
+MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is three
+
+
+@dataclass(frozen=True)
+class Capture:
+    """``source`` is ("global", globals_dict, name), ("cell", cell), ("leaf", leaf_index),
+    ("object", obj) or ("const", array); ``steps`` are ("attr", name) / ("item", key)."""
+
+    description: str
+    type: TensorType
+    source: tuple = field(default=(), compare=False, repr=False)
+    steps: tuple = field(default=(), compare=False, repr=False)
+
+    def resolve(self, leaves: list) -> np.ndarray:
+        """The current array (re-read through the path every call)."""
+        kind = self.source[0]
+        if kind == "global":
+            obj = self.source[1][self.source[2]]
+        elif kind == "cell":
+            obj = self.source[1].cell_contents
+        elif kind == "leaf":
+            obj = leaves[self.source[1]]
+        else:
+            obj = self.source[1]
+        for step, key in self.steps:
+            obj = getattr(obj, key) if step == "attr" else obj[key]
+        return obj
+
+
+def _children(obj):
+    """(step, child) pairs below a container or plain object."""
+    if isinstance(obj, dict):
+        return [(("item", k), v) for k, v in obj.items()]
+    if isinstance(obj, (list, tuple)):
+        return [(("item", i), v) for i, v in enumerate(obj)]
+    if isinstance(obj, (types.ModuleType, type, types.FunctionType, np.ndarray)):
+        return []
+    attrs = getattr(obj, "__dict__", None)
+    if not isinstance(attrs, dict):
+        return []
+    return [(("attr", k), v) for k, v in attrs.items() if not k.startswith("__")]
+
+
+def _search(obj, target, depth):
+    """Steps from obj to target (identity), breadth-limited to ``depth`` levels."""
+    if obj is target:
+        return ()
+    if depth == 0:
+        return None
+    for step, child in _children(obj):
+        if child is target:
+            return (step,)
+    for step, child in _children(obj):
+        found = _search(child, target, depth - 1)
+        if found:
+            return (step,) + found
+    return None
+
+
+def _steps_text(steps) -> str:
+    text = ""
+    for step, key in steps:
+        text += f".{key}" if step == "attr" else f"[{key!r}]"
+    return text
+
+
+def code_names(code) -> set[str]:
+    """Global names read by a code object and the code objects nested in it."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= code_names(const)
+    return names
+
+
+@dataclass
+class Roots:
+    """Where the traced function can reach arrays from: (source, label) candidates."""
+
+    candidates: list = field(default_factory=list)
+
+    @classmethod
+    def of(cls, fn, arg_leaves: list, leaf_paths: list[str]) -> Roots:
+        roots = cls()
+        fn = getattr(fn, "__wrapped__", fn)
+        self_obj = getattr(fn, "__self__", None)
+        func = getattr(fn, "__func__", fn)
+        if self_obj is not None:
+            roots.candidates.append((("object", self_obj), "self"))
+        code = getattr(func, "__code__", None)
+        if code is not None:
+            roots.add_globals(func.__globals__, code)
+            cells = func.__closure__ or ()
+            for name, cell in zip(code.co_freevars, cells, strict=False):
+                roots.candidates.append((("cell", cell), name))
+        for index, (leaf, path) in enumerate(zip(arg_leaves, leaf_paths, strict=True)):
+            if not isinstance(leaf, (np.ndarray, np.generic, int, float, str, bytes)):
+                roots.candidates.append((("leaf", index), path))
+        return roots
+
+    def add_globals(self, globals_dict: dict, code) -> None:
+        for name in sorted(code_names(code)):
+            if name in globals_dict:
+                self.candidates.append((("global", globals_dict, name), name))
+
+
+def _root_value(source, leaves):
+    return Capture("", TensorType((), np.float64), source).resolve(leaves)
+
+
+def find_capture(array: np.ndarray, roots: Roots, leaves: list, extra: Roots | None = None):
+    """(source, steps, description) of a path reaching ``array``, or None."""
+    candidates = roots.candidates + (extra.candidates if extra else [])
+    for source, label in candidates:
+        try:
+            value = _root_value(source, leaves)
+        except (KeyError, ValueError, AttributeError):  # an empty cell, a deleted global
+            continue
+        steps = _search(value, array, MAX_DEPTH)
+        if steps is not None:
+            kind = {"global": "global ", "cell": "closure "}.get(source[0], "")
+            return source, steps, f"{kind}{label}{_steps_text(steps)}"
+    return None

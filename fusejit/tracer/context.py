@@ -1,0 +1,236 @@
+"""The recording context: the graph under construction and the bookkeeping around it.
+
+One ``Recorder`` is active per thread while ``trace`` runs. Surface handlers call
+:func:`surface`, which computes the concrete result with NumPy exactly as the user called it and
+then asks a recorder function to emit the core ops that reproduce it.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import config
+from ..errors import EagerFallback, FusejitError, UnsupportedError
+from ..ir import Lit, Loc, Node, TensorType, Var, ops
+from .captures import Roots, find_capture
+from .loc import current_loc, user_frames
+
+_active = threading.local()
+
+
+def active() -> Recorder | None:
+    return getattr(_active, "recorder", None)
+
+
+def set_active(recorder: Recorder | None) -> None:
+    _active.recorder = recorder
+
+
+@dataclass(frozen=True)
+class Fallback:
+    reason: str
+    loc: Loc | None
+
+
+@dataclass
+class CaptureRecord:
+    """A capture while tracing; becomes a ``Capture`` at the end."""
+
+    description: str
+    var: Var
+    source: tuple
+    steps: tuple
+    live: np.ndarray
+
+
+def sanitize(text: str) -> str:
+    text = re.sub(r"[\[\]'\"]+", ".", text)
+    text = re.sub(r"[^A-Za-z0-9_.]", "_", text)
+    return re.sub(r"\.{2,}", ".", text).strip(".") or "v"
+
+
+@dataclass
+class Recorder:
+    name: str
+    roots: Roots
+    leaves: list
+    inputs: list = field(default_factory=list)
+    nodes: list = field(default_factory=list)
+    captures: list = field(default_factory=list)
+    raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
+    fallback: Fallback | None = None
+    notes: list = field(default_factory=list)
+
+    # -- nodes -------------------------------------------------------------------------------
+    def emit(self, op: str, inputs, attrs=(), weak: bool = False):
+        """Append a node; returns its output Var (or a tuple for multi-output ops)."""
+        inputs = tuple(inputs)
+        attrs = tuple(sorted(dict(attrs).items()))
+        types = ops.infer_types(op, [v.type for v in inputs], attrs)
+        outs = tuple(Var(TensorType(t.shape, t.dtype, weak)) for t in types)
+        self.nodes.append(Node(op, inputs, outs, attrs, current_loc()))
+        return outs[0] if len(outs) == 1 and op != "split" else outs
+
+    def cast(self, value, dtype):
+        dtype = np.dtype(dtype)
+        if isinstance(value, Lit):
+            return value if value.dtype == dtype else Lit(value.value, dtype)
+        if value.type.dtype == dtype:
+            return value
+        return self.emit("cast", [value], {"dtype": dtype})
+
+    def materialize(self, lit: Lit) -> Var:
+        return self.emit("full", [], {"shape": (), "dtype": lit.dtype, "value": lit.value})
+
+    def broadcast(self, var, shape):
+        shape = tuple(shape)
+        if isinstance(var, Lit):
+            return self.emit("full", [], {"shape": shape, "dtype": var.dtype, "value": var.value})
+        if var.type.shape == shape:
+            return var
+        return self.emit("broadcast", [var], {"shape": shape})
+
+    # -- operands ----------------------------------------------------------------------------
+    def operand(self, x, dtype=None):
+        """The IR value for an operand: a Tracer's Var, a raw array's capture, or a Lit."""
+        from .tracer import Tracer
+        if isinstance(x, Tracer):
+            value = x.ir_var
+        elif isinstance(x, np.ndarray):
+            value = self.raw_var(x)
+        elif isinstance(x, np.generic):
+            value = Lit(x, x.dtype)
+        elif isinstance(x, (bool, int, float, complex)):
+            if dtype is None:
+                dtype = np.result_type(x)
+            return Lit(x, dtype)
+        elif isinstance(x, (list, tuple)):
+            value = self.raw_var(self.const_array(x))
+        else:
+            raise UnsupportedError(f"operand of type {type(x).__name__} is not supported by "
+                                   f"fusejit (at {current_loc()})")
+        return value if dtype is None else self.cast(value, dtype)
+
+    def const_array(self, x) -> np.ndarray:
+        """A literal list in the source becomes a constant array held by the trace."""
+        return np.asarray(x)
+
+    def raw_var(self, array: np.ndarray) -> Var:
+        entry = self.raw.get(id(array))
+        if entry is not None and entry[0] is array:
+            return entry[1]
+        if type(array) is not np.ndarray:
+            raise UnsupportedError(f"ndarray subclass {type(array).__name__} is not supported "
+                                   f"(at {current_loc()})")
+        return self._capture(array)
+
+    def _capture(self, array: np.ndarray) -> Var:
+        extra = Roots()
+        for frame in user_frames(1):
+            extra.add_globals(frame.f_globals, frame.f_code)
+        found = find_capture(array, self.roots, self.leaves, extra)
+        if found is None:
+            loc = current_loc()
+            where = loc.short().split(" ")[0] if loc else "<unknown>"
+            source, steps, text = ("const", array.copy()), (), f"constant used at {where}"
+        else:
+            source, steps, text = found
+        var = Var(TensorType(array.shape, array.dtype), sanitize(text.split(" ")[-1])
+                  if found else "const")
+        self.captures.append(CaptureRecord(text, var, source, steps, array))
+        self.raw[id(array)] = [array, var, len(self.captures) - 1]
+        return var
+
+    # -- control -----------------------------------------------------------------------------
+    def set_fallback(self, reason: str, loc: Loc | None = None) -> None:
+        if self.fallback is None:
+            self.fallback = Fallback(reason, loc if loc is not None else current_loc())
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def check_type(self, concrete, var) -> bool:
+        arr = np.asarray(concrete)
+        want = (tuple(arr.shape), arr.dtype)
+        if isinstance(concrete, float) and not isinstance(concrete, np.generic):
+            want = ((), np.dtype(np.float64))
+        got = (var.type.shape, var.type.dtype)
+        if got == want:
+            return True
+        self.internal(f"recorded {var.type} but NumPy gave {want[1]}{list(want[0])}")
+        return False
+
+    def internal(self, message: str) -> None:
+        if config.strict():
+            raise FusejitError(f"internal: {message} (at {current_loc()})")
+        self.set_fallback(f"internal: {message}")
+
+
+def unwrap(x):
+    """Replace Tracers by their concrete values inside (nested) lists, tuples and dicts."""
+    from .tracer import Tracer
+    if isinstance(x, Tracer):
+        return x.value
+    if type(x) in (list, tuple):
+        return type(x)(unwrap(v) for v in x)
+    if type(x) is dict:
+        return {k: unwrap(v) for k, v in x.items()}
+    return x
+
+
+def _register_raw(recorder, x) -> None:
+    """Raw arrays are captured before NumPy runs, so in-place updates record the old value."""
+    if type(x) is np.ndarray:
+        recorder.raw_var(x)
+    elif type(x) in (list, tuple):
+        for v in x:
+            _register_raw(recorder, v)
+
+
+def surface(compute, record, args, kwargs):
+    """Run ``compute`` on concrete values, then ``record(recorder, concrete, *args, **kwargs)``.
+
+    Without an active trace, or after a fallback, only the concrete result is returned.
+    """
+    recorder = active()
+    if recorder is not None and recorder.fallback is None and _mentions_tracer(args, kwargs):
+        try:
+            _register_raw(recorder, args)
+            _register_raw(recorder, tuple(kwargs.values()))
+        except UnsupportedError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported as an internal error
+            recorder.internal(f"{type(exc).__name__}: {exc}")
+    concrete = compute(*unwrap(args), **unwrap(kwargs))
+    if recorder is None or recorder.fallback is not None:
+        return concrete
+    try:
+        return record(recorder, concrete, *args, **kwargs)
+    except UnsupportedError:
+        raise
+    except EagerFallback as exc:
+        recorder.set_fallback(exc.reason, exc.loc)
+    except FusejitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a tracer bug must not break the user's call
+        if config.strict():
+            raise FusejitError(f"internal: {type(exc).__name__}: {exc} "
+                               f"(at {current_loc()})") from exc
+        recorder.set_fallback(f"internal: {type(exc).__name__}: {exc}")
+    return concrete
+
+
+def _mentions_tracer(args, kwargs) -> bool:
+    from .tracer import Tracer
+    stack = list(args) + list(kwargs.values())
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tracer):
+            return True
+        if type(x) in (list, tuple):
+            stack.extend(x)
+    return False

@@ -1,0 +1,118 @@
+"""Contractions: ``np.dot``, ``np.tensordot`` and two-operand ``np.einsum`` lowered to
+permute / reshape / batched ``matmul`` / ``sum``."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .registry import implements, normalize_axis, unsupported
+from .tracer import wrap
+
+
+def _reshape(rec, var, shape):
+    shape = tuple(shape)
+    return var if var.type.shape == shape else rec.emit("reshape", [var], {"shape": shape})
+
+
+def _permute(rec, var, perm):
+    perm = tuple(perm)
+    return var if perm == tuple(range(len(perm))) else rec.emit("permute", [var], {"perm": perm})
+
+
+def contract(rec, a, b, batch, a_free, b_free, contracted):
+    """(batch..., a_free..., b_free...) = sum over contracted of a * b, via one matmul.
+
+    ``batch``/``contracted`` are lists of (a_axis, b_axis) pairs; ``a_free``/``b_free`` axes.
+    """
+    sa, sb = a.type.shape, b.type.shape
+    if any(sa[i] != sb[j] for i, j in batch + contracted):
+        raise unsupported("np.einsum with broadcasting between operands")
+    a = _permute(rec, a, [i for i, _ in batch] + a_free + [i for i, _ in contracted])
+    b = _permute(rec, b, [j for _, j in batch] + [j for _, j in contracted] + b_free)
+    batch_shape = [sa[i] for i, _ in batch]
+    m = math.prod(sa[i] for i in a_free)
+    n = math.prod(sb[j] for j in b_free)
+    k = math.prod(sa[i] for i, _ in contracted)
+    a = _reshape(rec, a, batch_shape + [m, k])
+    b = _reshape(rec, b, batch_shape + [k, n])
+    product = rec.emit("matmul", [a, b])
+    shape = batch_shape + [sa[i] for i in a_free] + [sb[j] for j in b_free]
+    return _reshape(rec, product, shape)
+
+
+@implements(np.tensordot)
+def _tensordot(rec, concrete, a, b, axes=2):
+    dtype = concrete.dtype
+    va, vb = rec.operand(a, dtype), rec.operand(b, dtype)
+    if isinstance(axes, int):
+        axes_a = list(range(va.type.ndim - axes, va.type.ndim))
+        axes_b = list(range(axes))
+    else:
+        axes_a, axes_b = (list(np.atleast_1d(x)) for x in axes)
+    axes_a = [normalize_axis(int(i), va.type.ndim) for i in axes_a]
+    axes_b = [normalize_axis(int(j), vb.type.ndim) for j in axes_b]
+    a_free = [i for i in range(va.type.ndim) if i not in axes_a]
+    b_free = [j for j in range(vb.type.ndim) if j not in axes_b]
+    var = contract(rec, va, vb, [], a_free, b_free, list(zip(axes_a, axes_b, strict=True)))
+    return wrap(rec, concrete, var)
+
+
+@implements(np.dot)
+def _dot(rec, concrete, a, b, out=None):
+    if out is not None:
+        raise unsupported("np.dot with out=")
+    dtype = np.asarray(concrete).dtype
+    va, vb = rec.operand(a, dtype), rec.operand(b, dtype)
+    if va.type.ndim == 0 or vb.type.ndim == 0:
+        return wrap(rec, concrete, rec.emit("mul", [va, vb]))
+    if vb.type.ndim <= 2:
+        return wrap(rec, concrete, rec.emit("matmul", [va, vb]))
+    last, second = va.type.ndim - 1, vb.type.ndim - 2
+    a_free = list(range(last))
+    b_free = [j for j in range(vb.type.ndim) if j != second]
+    return wrap(rec, concrete, contract(rec, va, vb, [], a_free, b_free, [(last, second)]))
+
+
+def _parse(subscripts, count):
+    if "..." in subscripts or "->" not in subscripts:
+        raise unsupported("np.einsum without an explicit '->' output or with '...'")
+    inputs, output = subscripts.replace(" ", "").split("->")
+    terms = inputs.split(",")
+    if len(terms) != count or any(len(set(t)) != len(t) for t in terms):
+        raise unsupported(f"np.einsum({subscripts!r}) (repeated indices or operand count)")
+    return terms, output
+
+
+def _sum_private(rec, var, term, keep):
+    """Sum the letters of ``term`` that appear nowhere in ``keep``."""
+    axes = tuple(i for i, c in enumerate(term) if c not in keep)
+    if not axes:
+        return var, term
+    var = rec.emit("sum", [var], {"axes": axes, "keepdims": False})
+    return var, "".join(c for c in term if c in keep)
+
+
+@implements(np.einsum)
+def _einsum(rec, concrete, subscripts, *operands, out=None, dtype=None, order="K",
+            casting="safe", optimize=False):
+    if not isinstance(subscripts, str) or out is not None or not 1 <= len(operands) <= 2:
+        raise unsupported("this form of np.einsum")
+    terms, output = _parse(subscripts, len(operands))
+    result_dtype = np.asarray(concrete).dtype
+    values = [rec.operand(x, result_dtype) for x in operands]
+    if len(values) == 1:
+        var, term = _sum_private(rec, values[0], terms[0], output)
+        var = _permute(rec, var, [term.index(c) for c in output])
+        return wrap(rec, concrete, var)
+    (a, ta), (b, tb) = (_sum_private(rec, v, t, set(output) | set(other))
+                        for v, t, other in ((values[0], terms[0], terms[1]),
+                                            (values[1], terms[1], terms[0])))
+    batch = [(ta.index(c), tb.index(c)) for c in ta if c in tb and c in output]
+    contracted = [(ta.index(c), tb.index(c)) for c in ta if c in tb and c not in output]
+    a_free = [ta.index(c) for c in ta if c not in tb]
+    b_free = [tb.index(c) for c in tb if c not in ta]
+    var = contract(rec, a, b, batch, a_free, b_free, contracted)
+    order_now = ([ta[i] for i, _ in batch] + [ta[i] for i in a_free] + [tb[j] for j in b_free])
+    var = _permute(rec, var, [order_now.index(c) for c in output])
+    return wrap(rec, concrete, var)

@@ -1,0 +1,248 @@
+"""Array functions: movement ops become view ops, joins and copies become injective ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EagerFallback
+from ..ir import Lit
+from .registry import (
+    handle_function,
+    implements,
+    normalize_axes,
+    normalize_axis,
+    permutation_of,
+    unsupported,
+)
+from .tracer import Tracer, ViewLink, wrap
+
+__all__ = ["handle_function"]
+
+
+def view_result(rec, concrete, base, derive, key=None):
+    """Record a view op; the proxy stays linked to ``base`` when NumPy returned a view."""
+    base_var = rec.operand(base)
+    var = derive(rec, base_var)
+    link = None
+    if (isinstance(base, Tracer) and isinstance(concrete, np.ndarray)
+            and isinstance(base.value, np.ndarray) and np.may_share_memory(concrete, base.value)):
+        link = ViewLink(base, derive, key, base.ir_var)
+    return wrap(rec, concrete, var, link)
+
+
+def _reshape_to(shape):
+    shape = tuple(shape)
+    return lambda rec, v: v if v.type.shape == shape else rec.emit("reshape", [v], {"shape": shape})
+
+
+@implements(np.reshape)
+def _reshape(rec, concrete, a, *args, order="C", **kwargs):
+    if order != "C":
+        raise unsupported(f"np.reshape with order={order!r}")
+    return view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
+
+
+@implements(np.ravel)
+def _ravel(rec, concrete, a, order="C"):
+    if order != "C":
+        raise unsupported(f"np.ravel with order={order!r}")
+    return view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
+
+
+def _permute(perm):
+    perm = tuple(perm)
+    if perm == tuple(range(len(perm))):
+        return lambda rec, v: v
+    return lambda rec, v: rec.emit("permute", [v], {"perm": perm})
+
+
+def _transpose_like(func):
+    def record(rec, concrete, a, *args, **kwargs):
+        perm = permutation_of(lambda p: func(p, *args, **kwargs), np.ndim(a))
+        return view_result(rec, concrete, a, _permute(perm))
+    return record
+
+
+for _func in (np.transpose, np.swapaxes, np.moveaxis, np.matrix_transpose):
+    implements(_func)(_transpose_like(_func))
+
+
+@implements(np.expand_dims)
+def _expand_dims(rec, concrete, a, axis):
+    axes = normalize_axes(axis, np.ndim(concrete))
+    derive = lambda rec, v: rec.emit("expand_dims", [v], {"axes": axes})
+    return view_result(rec, concrete, a, derive)
+
+
+@implements(np.squeeze)
+def _squeeze(rec, concrete, a, axis=None):
+    shape = np.shape(a)
+    axes = (tuple(i for i, d in enumerate(shape) if d == 1) if axis is None
+            else normalize_axes(axis, len(shape)))
+    derive = (lambda rec, v: rec.emit("squeeze", [v], {"axes": axes})) if axes else (
+        lambda rec, v: v)
+    return view_result(rec, concrete, a, derive)
+
+
+@implements(np.broadcast_to)
+def _broadcast_to(rec, concrete, array, shape, subok=False):
+    shape = np.shape(concrete)
+    return view_result(rec, concrete, array, lambda rec, v: rec.broadcast(v, shape))
+
+
+@implements(np.copy)
+def _copy(rec, concrete, a, order="K", subok=False):
+    return wrap(rec, concrete, rec.emit("copy", [rec.operand(a)]))
+
+
+@implements(np.astype)
+def _astype(rec, concrete, x, dtype, /, *, copy=True, device=None):
+    if isinstance(x, Tracer) and concrete is x.value:
+        return x
+    return wrap(rec, concrete, rec.cast(rec.operand(x), concrete.dtype))
+
+
+def _result_dtype(concrete):
+    return np.asarray(concrete).dtype
+
+
+def _operands(rec, arrays, dtype):
+    return [rec.broadcast(rec.operand(a, dtype), np.shape(a)) for a in arrays]
+
+
+@implements(np.concatenate)
+def _concatenate(rec, concrete, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    if out is not None:
+        raise unsupported("np.concatenate with out=")
+    values = _operands(rec, arrays, concrete.dtype)
+    if axis is None:
+        values = [_reshape_to((int(np.size(a)),))(rec, v) for a, v in zip(arrays, values,
+                                                                           strict=True)]
+        axis = 0
+    axis = normalize_axis(axis, concrete.ndim)
+    return wrap(rec, concrete, rec.emit("concatenate", values, {"axis": axis}))
+
+
+@implements(np.stack)
+def _stack(rec, concrete, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    if out is not None:
+        raise unsupported("np.stack with out=")
+    axis = normalize_axis(axis, concrete.ndim)
+    values = [rec.emit("expand_dims", [v], {"axes": (axis,)})
+              for v in _operands(rec, arrays, concrete.dtype)]
+    return wrap(rec, concrete, rec.emit("concatenate", values, {"axis": axis}))
+
+
+def _at_least(rec, arrays, dtype, ndim):
+    values = []
+    for a, v in zip(arrays, _operands(rec, arrays, dtype), strict=True):
+        shape = np.shape(a)
+        target = (1,) * max(ndim - len(shape), 0) + shape
+        values.append(_reshape_to(target)(rec, v))
+    return values
+
+
+@implements(np.hstack)
+def _hstack(rec, concrete, tup, *, dtype=None, casting="same_kind"):
+    values = _at_least(rec, tup, concrete.dtype, 1)
+    axis = 0 if values[0].type.ndim == 1 else 1
+    return wrap(rec, concrete, rec.emit("concatenate", values, {"axis": axis}))
+
+
+@implements(np.vstack)
+def _vstack(rec, concrete, tup, *, dtype=None, casting="same_kind"):
+    values = _at_least(rec, tup, concrete.dtype, 2)
+    return wrap(rec, concrete, rec.emit("concatenate", values, {"axis": 0}))
+
+
+@implements(np.split, np.array_split)
+def _split(rec, concrete, ary, indices_or_sections, axis=0):
+    axis = normalize_axis(axis, np.ndim(ary))
+    bounds = np.cumsum([0] + [np.shape(part)[axis] for part in concrete]).tolist()
+    pieces = rec.emit("split", [rec.operand(ary)], {"indices": tuple(bounds[1:-1]),
+                                                    "axis": axis})
+    results = []
+    for part, var, start, stop in zip(concrete, pieces, bounds, bounds[1:], strict=False):
+        key = ((("slice", None, None, None),) * axis + (("slice", start, stop, 1),))
+        derive = lambda rec, v, key=key: rec.emit("getitem", [v], {"key": key})
+        link = ViewLink(ary, derive, key, ary.ir_var) if isinstance(ary, Tracer) else None
+        results.append(wrap(rec, part, var, link))
+    return results
+
+
+@implements(np.pad)
+def _pad(rec, concrete, array, pad_width, mode="constant", **kwargs):
+    value = kwargs.pop("constant_values", 0)
+    if mode != "constant" or kwargs or np.ndim(value) != 0 or isinstance(value, Tracer):
+        raise unsupported(f"np.pad with mode={mode!r} or array-valued/traced constant_values")
+    width = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (np.ndim(array), 2))
+    width = tuple(tuple(int(w) for w in row) for row in width)
+    attrs = {"width": width, "value": concrete.dtype.type(value)}
+    return wrap(rec, concrete, rec.emit("pad", [rec.operand(array)], attrs))
+
+
+@implements(np.tile)
+def _tile(rec, concrete, A, reps):
+    reps = tuple(int(r) for r in np.atleast_1d(reps))
+    return wrap(rec, concrete, rec.emit("tile", [rec.operand(A)], {"reps": reps}))
+
+
+@implements(np.repeat)
+def _repeat(rec, concrete, a, repeats, axis=None):
+    if isinstance(repeats, Tracer):
+        raise EagerFallback("np.repeat with traced repeats (data-dependent shape)")
+    repeats = int(repeats) if np.ndim(repeats) == 0 else tuple(int(r) for r in np.ravel(repeats))
+    axis = None if axis is None else normalize_axis(axis, np.ndim(a))
+    attrs = {"repeats": repeats, "axis": axis}
+    return wrap(rec, concrete, rec.emit("repeat", [rec.operand(a)], attrs))
+
+
+@implements(np.where)
+def _where(rec, concrete, condition, *xy):
+    if not xy:
+        raise EagerFallback("np.where(condition) has a data-dependent shape")
+    cond = rec.operand(condition, np.bool_)
+    x, y = (rec.operand(v, concrete.dtype) for v in xy)
+    if all(isinstance(v, Lit) for v in (cond, x, y)):
+        cond = rec.materialize(cond)
+    return wrap(rec, concrete, rec.emit("where", [cond, x, y]))
+
+
+@implements(np.clip)
+def _clip(rec, concrete, a, a_min=None, a_max=None, out=None, **kwargs):
+    missing = lambda v: v is None or v is np._NoValue
+    a_min = kwargs.pop("min", None) if missing(a_min) else a_min
+    a_max = kwargs.pop("max", None) if missing(a_max) else a_max
+    a_min, a_max = (None if missing(v) else v for v in (a_min, a_max))
+    if out is not None or kwargs:
+        raise unsupported("np.clip with out= or other keywords")
+    dtype = _result_dtype(concrete)
+    var = rec.operand(a, dtype)
+    if a_min is not None:
+        var = rec.emit("max", [var, rec.operand(a_min, dtype)])
+    if a_max is not None:
+        var = rec.emit("min", [var, rec.operand(a_max, dtype)])
+    return wrap(rec, concrete, rec.broadcast(var, np.shape(concrete)))
+
+
+def _like(value_of):
+    def record(rec, concrete, a, *args, **kwargs):
+        dtype, shape = concrete.dtype, concrete.shape
+        fill = value_of(args, kwargs)
+        if isinstance(fill, Tracer):
+            return wrap(rec, concrete, rec.broadcast(rec.operand(fill, dtype), shape))
+        var = rec.emit("full", [], {"shape": shape, "dtype": dtype, "value": dtype.type(fill)})
+        return wrap(rec, concrete, var)
+    return record
+
+
+implements(np.zeros_like, np.empty_like)(_like(lambda args, kwargs: 0))
+implements(np.ones_like)(_like(lambda args, kwargs: 1))
+implements(np.full_like)(_like(lambda args, kwargs: args[0] if args else kwargs["fill_value"]))
+
+
+@implements(np.outer)
+def _outer(rec, concrete, a, b, out=None):
+    dtype = concrete.dtype
+    left = _reshape_to((int(np.size(a)), 1))(rec, rec.operand(a, dtype))
+    right = _reshape_to((1, int(np.size(b))))(rec, rec.operand(b, dtype))
+    return wrap(rec, concrete, rec.emit("mul", [left, right]))

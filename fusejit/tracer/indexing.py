@@ -1,0 +1,56 @@
+"""``x[key]`` and ``x[key] = v`` on proxies: views, gathers and functional setitem."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..errors import EagerFallback
+from ..ir import Lit, indexing
+from .context import surface
+from .tracer import Tracer, ViewLink, mark_written, wrap
+from .ufuncs import encode_index
+
+
+def _items(key):
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _has_traced_mask(key) -> bool:
+    return any(isinstance(item, Tracer) and item.dtype == np.bool_ for item in _items(key))
+
+
+def getitem(tracer, key):
+    return surface(operator.getitem, _record_getitem, (tracer, key), {})
+
+
+def _record_getitem(rec, concrete, tracer, key):
+    if _has_traced_mask(key):
+        raise EagerFallback("boolean mask indexing with a traced mask (data-dependent shape)")
+    index_key, operands = encode_index(rec, key)
+    base = rec.operand(tracer)
+    if indexing.is_basic(index_key):
+        derive = lambda rec, v: rec.emit("getitem", [v], {"key": index_key})
+        link = None
+        if isinstance(concrete, np.ndarray) and isinstance(tracer, Tracer):
+            link = ViewLink(tracer, derive, index_key, tracer.ir_var)
+        return wrap(rec, concrete, derive(rec, base), link)
+    var = rec.emit("gather", [base, *operands], {"key": index_key})
+    return wrap(rec, concrete, var)
+
+
+def _assign(target, key, value):
+    target[key] = value
+
+
+def setitem(tracer, key, value):
+    surface(_assign, _record_setitem, (tracer, key, value), {})
+
+
+def _record_setitem(rec, concrete, tracer, key, value):
+    index_key, operands = encode_index(rec, key)
+    update = rec.operand(value, tracer.dtype)
+    if isinstance(update, Lit):
+        update = rec.materialize(update)
+    new = rec.emit("setitem", [rec.operand(tracer), update, *operands], {"key": index_key})
+    mark_written(tracer, new)

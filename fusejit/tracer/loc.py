@@ -1,0 +1,62 @@
+"""Source locations: the innermost user frame of the current call, with its function scope.
+
+A frame is the user's when its file lies outside fusejit, NumPy and SciPy. The scope is the
+chain of user function names from the traced function down to the innermost one
+(``block/attention``): walking outward we stop at the first fusejit frame, the tracer's entry.
+"""
+from __future__ import annotations
+
+import functools
+import linecache
+import os
+import sys
+
+import numpy
+import scipy
+
+from ..ir import Loc
+
+_FUSEJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(module.__file__)) + os.sep for module in (numpy, scipy))
+
+
+@functools.lru_cache(maxsize=1024)
+def _classify(filename: str) -> str:
+    """"fusejit", "library" or "user"."""
+    path = os.path.abspath(filename) if not filename.startswith("<") else filename
+    if path.startswith(_FUSEJIT_DIR):
+        return "fusejit"
+    if path.startswith(_LIBRARY_DIRS) or path.startswith("<__array_function__"):
+        return "library"
+    return "user"
+
+
+def user_frames(skip: int = 1) -> list:
+    """User frames from innermost outward, up to the tracer's entry frame."""
+    frame = sys._getframe(skip)
+    frames: list = []
+    while frame is not None:
+        kind = _classify(frame.f_code.co_filename)
+        if kind == "fusejit" and frames:
+            break
+        if kind == "user":
+            frames.append(frame)
+        frame = frame.f_back
+    return frames
+
+
+def current_loc() -> Loc | None:
+    frames = user_frames(2)
+    if not frames:
+        return None
+    inner = frames[0]
+    filename, line = inner.f_code.co_filename, inner.f_lineno or 0
+    scope = "/".join(f.f_code.co_name for f in reversed(frames))
+    code = linecache.getline(filename, line).strip()
+    return Loc(filename, line, scope, code)
+
+
+def describe(loc: Loc | None) -> str:
+    """``model.py:12`` for messages; empty when unknown."""
+    return loc.short().split(" ")[0] if loc is not None else "<unknown>"

@@ -1,0 +1,97 @@
+"""Python operators and ndarray methods on ``Tracer``, forwarded to NumPy's own entry points.
+
+Arithmetic between weak scalars only (a Python-float argument and Python numbers) stays Python
+arithmetic, as in eager code: ``lr * 0.5`` is a Python float, recorded as a weak f64 value.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .context import surface
+from .tracer import Tracer
+
+
+def _is_weak(x) -> bool:
+    if isinstance(x, Tracer):
+        return x.weak
+    return type(x) in (int, float)
+
+
+def _weak_arith(py_op, ufunc, a, b):
+    from .ufuncs import record_ufunc
+    record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=True)
+    return surface(py_op, record, (a, b), {})
+
+
+def _binary(ufunc, py_op=None):
+    def forward(self, other):
+        if py_op is not None and self.weak and _is_weak(other):
+            return _weak_arith(py_op, ufunc, self, other)
+        return ufunc(self, other)
+
+    def reflected(self, other):
+        if py_op is not None and self.weak and _is_weak(other):
+            return _weak_arith(py_op, ufunc, other, self)
+        return ufunc(other, self)
+
+    def inplace(self, other):
+        if not isinstance(self.value, np.ndarray):
+            return forward(self, other)  # scalars are immutable: Python rebinds the name
+        return ufunc(self, other, out=(self,))
+    return forward, reflected, inplace
+
+
+_BINARY = {
+    "add": (np.add, operator.add), "sub": (np.subtract, operator.sub),
+    "mul": (np.multiply, operator.mul), "truediv": (np.true_divide, operator.truediv),
+    "floordiv": (np.floor_divide, operator.floordiv), "mod": (np.remainder, operator.mod),
+    "pow": (np.power, operator.pow), "matmul": (np.matmul, None),
+    "and": (np.bitwise_and, None), "or": (np.bitwise_or, None), "xor": (np.bitwise_xor, None),
+}
+for _name, (_ufunc, _py_op) in _BINARY.items():
+    _fwd, _ref, _inp = _binary(_ufunc, _py_op)
+    setattr(Tracer, f"__{_name}__", _fwd)
+    setattr(Tracer, f"__r{_name}__", _ref)
+    setattr(Tracer, f"__i{_name}__", _inp)
+
+for _name, _ufunc in {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+                      "gt": np.greater, "ge": np.greater_equal}.items():
+    setattr(Tracer, f"__{_name}__", lambda self, other, _u=_ufunc: _u(self, other))
+
+
+def _unary(ufunc, py_op=None):
+    def apply(self):
+        if py_op is not None and self.weak:
+            from .ufuncs import record_ufunc
+            record = lambda rec, concrete, x: record_ufunc(rec, concrete, ufunc, (x,), weak=True)
+            return surface(py_op, record, (self,), {})
+        return ufunc(self)
+    return apply
+
+
+Tracer.__neg__ = _unary(np.negative, operator.neg)
+Tracer.__pos__ = _unary(np.positive, operator.pos)
+Tracer.__abs__ = _unary(np.absolute, operator.abs)
+Tracer.__invert__ = _unary(np.invert)
+
+
+# -- ndarray methods: the same handlers as the array functions --------------------------------
+def _shape_args(args):
+    return args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
+def _method(func):
+    return lambda self, *args, **kwargs: func(self, *args, **kwargs)
+
+
+for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
+              "all", "copy", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum"):
+    setattr(Tracer, _name, _method(getattr(np, _name)))
+
+Tracer.reshape = lambda self, *shape, order="C": np.reshape(self, _shape_args(shape), order=order)
+Tracer.transpose = lambda self, *axes: np.transpose(self, _shape_args(axes) or None)
+Tracer.astype = lambda self, dtype, copy=True: np.astype(self, dtype, copy=copy)
+Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
+Tracer.clip = lambda self, min=None, max=None, **kwargs: np.clip(self, min, max, **kwargs)

@@ -1,0 +1,108 @@
+"""Pytrees: nested dict/list/tuple/namedtuple containers whose leaves are arrays or Python values.
+
+``flatten`` visits dicts in sorted key order, so two dicts with the same keys give the same
+``TreeDef`` whatever their insertion order (the runtime uses the TreeDef in cache keys).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TreeDef:
+    """The structure of a pytree. ``kind`` is "leaf", "dict", "list", "tuple" or "namedtuple";
+    ``meta`` holds the sorted dict keys or the namedtuple class."""
+
+    kind: str
+    meta: object = None
+    children: tuple[TreeDef, ...] = ()
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == "leaf":
+            return 1
+        return sum(child.num_leaves for child in self.children)
+
+
+LEAF = TreeDef("leaf")
+
+
+def is_traced_leaf(x) -> bool:
+    """Exact ``np.ndarray`` (subclasses are static), ``np.generic`` and Python ``float``."""
+    return type(x) is np.ndarray or isinstance(x, np.generic) or type(x) is float
+
+
+def _sorted_keys(d: dict) -> tuple:
+    try:
+        return tuple(sorted(d))
+    except TypeError:  # mixed key types: order by type name, then text
+        return tuple(sorted(d, key=lambda k: (type(k).__name__, repr(k))))
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def flatten(tree) -> tuple[list, TreeDef]:
+    leaves: list = []
+    treedef = _flatten(tree, leaves)
+    return leaves, treedef
+
+
+def _flatten(tree, leaves: list) -> TreeDef:
+    if type(tree) is dict:
+        keys = _sorted_keys(tree)
+        return TreeDef("dict", keys, tuple(_flatten(tree[k], leaves) for k in keys))
+    if type(tree) is list:
+        return TreeDef("list", None, tuple(_flatten(x, leaves) for x in tree))
+    if type(tree) is tuple:
+        return TreeDef("tuple", None, tuple(_flatten(x, leaves) for x in tree))
+    if _is_namedtuple(tree):
+        return TreeDef("namedtuple", type(tree), tuple(_flatten(x, leaves) for x in tree))
+    leaves.append(tree)
+    return LEAF
+
+
+def unflatten(treedef: TreeDef, leaves):
+    it = iter(leaves)
+    tree = _unflatten(treedef, it)
+    if next(it, _END) is not _END:
+        raise ValueError("unflatten: too many leaves for the tree structure")
+    return tree
+
+
+_END = object()
+
+
+def _unflatten(treedef: TreeDef, it):
+    if treedef.kind == "leaf":
+        leaf = next(it, _END)
+        if leaf is _END:
+            raise ValueError("unflatten: too few leaves for the tree structure")
+        return leaf
+    children = [_unflatten(child, it) for child in treedef.children]
+    if treedef.kind == "dict":
+        return dict(zip(treedef.meta, children, strict=True))
+    if treedef.kind == "list":
+        return children
+    if treedef.kind == "tuple":
+        return tuple(children)
+    return treedef.meta(*children)
+
+
+def leaf_paths(treedef: TreeDef, prefix: str = "") -> list[str]:
+    """Dotted user-facing paths of each leaf (``p.attn.w``, ``params.0``), in leaf order."""
+    if treedef.kind == "leaf":
+        return [prefix]
+    if treedef.kind == "dict":
+        labels = [str(k) for k in treedef.meta]
+    elif treedef.kind == "namedtuple":
+        labels = list(treedef.meta._fields)
+    else:
+        labels = [str(i) for i in range(len(treedef.children))]
+    paths = []
+    for label, child in zip(labels, treedef.children, strict=True):
+        paths += leaf_paths(child, f"{prefix}.{label}" if prefix else label)
+    return paths

@@ -1,0 +1,148 @@
+"""Reductions, with NumPy's dtype choices reproduced as explicit casts.
+
+``mean`` and ``var`` follow ``numpy/_core/_methods.py``: integer and bool inputs accumulate in
+f64, f16 means accumulate in f32, and the division by the (intp) count runs in
+``result_type(acc, intp)`` before casting back to the accumulator.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import Lit
+from .registry import implements, normalize_axes, unsupported
+from .tracer import wrap
+
+
+def _check_plain(name, out=None, initial=None, where=True):
+    if out is not None or initial is not None or where is not True:
+        raise unsupported(f"np.{name} with out=, initial= or where=")
+
+
+def _reduce(rec, op, var, axes, keepdims):
+    if var.type.ndim == 0:
+        axes = ()
+    return rec.emit(op, [var], {"axes": axes, "keepdims": bool(keepdims)})
+
+
+def _simple(op, name, cast_input=True):
+    def record(rec, concrete, a, axis=None, dtype=None, out=None, keepdims=False,
+               initial=None, where=True):
+        _check_plain(name, out, initial, where)
+        value = rec.operand(a)
+        if cast_input:
+            value = rec.cast(value, np.asarray(concrete).dtype)
+        axes = normalize_axes(axis, value.type.ndim)
+        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+    return record
+
+
+implements(np.sum)(_simple("sum", "sum"))
+implements(np.prod)(_simple("prod", "prod"))
+
+
+def _extreme(op, name):
+    def record(rec, concrete, a, axis=None, out=None, keepdims=False, initial=None,
+               where=True):
+        _check_plain(name, out, initial, where)
+        value = rec.operand(a)
+        axes = normalize_axes(axis, value.type.ndim)
+        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+    return record
+
+
+implements(np.max, np.amax)(_extreme("reduce_max", "max"))
+implements(np.min, np.amin)(_extreme("reduce_min", "min"))
+
+
+def _logical(op):
+    def record(rec, concrete, a, axis=None, out=None, keepdims=False, *, where=True):
+        _check_plain(op, out, None, where)
+        value = rec.cast(rec.operand(a), np.bool_)
+        axes = normalize_axes(axis, value.type.ndim)
+        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+    return record
+
+
+implements(np.any)(_logical("any"))
+implements(np.all)(_logical("all"))
+
+
+def _arg(op):
+    def record(rec, concrete, a, axis=None, out=None, *, keepdims=False):
+        _check_plain(op, out)
+        value = rec.operand(a)
+        axes = normalize_axes(axis, value.type.ndim)
+        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+    return record
+
+
+implements(np.argmax)(_arg("argmax"))
+implements(np.argmin)(_arg("argmin"))
+
+
+def _accumulator(dtype, requested, for_mean):
+    if requested is not None:
+        return np.dtype(requested)
+    if dtype.kind in "iub":
+        return np.dtype(np.float64)
+    if for_mean and dtype == np.float16:
+        return np.dtype(np.float32)
+    return dtype
+
+
+def _divide_by_count(rec, var, count, acc):
+    """``true_divide(ret, intp_count, out=ret, casting='unsafe')`` as NumPy runs it."""
+    div_dtype = np.result_type(acc, np.intp)
+    quotient = rec.emit("div", [rec.cast(var, div_dtype), Lit(count, div_dtype)])
+    return rec.cast(quotient, acc)
+
+
+def _count(shape, axes):
+    return math.prod(shape[i] for i in axes)
+
+
+def _mean_var(rec, a, axis, dtype, keepdims):
+    value = rec.operand(a)
+    acc = _accumulator(value.type.dtype, dtype, True)
+    axes = normalize_axes(axis, value.type.ndim)
+    total = _reduce(rec, "sum", rec.cast(value, acc), axes, keepdims)
+    return _divide_by_count(rec, total, _count(value.type.shape, axes), acc)
+
+
+@implements(np.mean)
+def _mean(rec, concrete, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    _check_plain("mean", out, None, where)
+    result = _mean_var(rec, a, axis, dtype, keepdims)
+    return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))
+
+
+def _variance(rec, a, axis, dtype, ddof, keepdims):
+    value = rec.operand(a)
+    acc = _accumulator(value.type.dtype, dtype, False)
+    axes = normalize_axes(axis, value.type.ndim)
+    count = _count(value.type.shape, axes)
+    mean = _divide_by_count(rec, _reduce(rec, "sum", rec.cast(value, acc), axes, True),
+                            count, acc)
+    diff_dtype = np.result_type(value.type.dtype, acc)
+    diff = rec.emit("sub", [rec.cast(value, diff_dtype), rec.cast(mean, diff_dtype)])
+    square = rec.emit("mul", [diff, diff])
+    total = _reduce(rec, "sum", rec.cast(square, acc), axes, keepdims)
+    return _divide_by_count(rec, total, max(count - int(ddof), 0), acc)
+
+
+@implements(np.var)
+def _var(rec, concrete, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+         where=True, mean=None, correction=None):
+    _check_plain("var", out, None, where if mean is None and correction is None else False)
+    result = _variance(rec, a, axis, dtype, ddof, keepdims)
+    return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))
+
+
+@implements(np.std)
+def _std(rec, concrete, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+         where=True, mean=None, correction=None):
+    _check_plain("std", out, None, where if mean is None and correction is None else False)
+    result = rec.emit("sqrt", [_variance(rec, a, axis, dtype, ddof, keepdims)])
+    return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))

@@ -1,0 +1,71 @@
+"""The ``__array_function__`` dispatch table (NEP 18): NumPy function -> recorder."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from .context import surface, unwrap
+from .loc import current_loc
+
+FUNCTIONS: dict = {}
+
+
+def implements(*funcs):
+    def register(record):
+        for func in funcs:
+            FUNCTIONS[func] = record
+        return record
+    return register
+
+
+def function_label(func) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    parts = [p for p in module.split(".") if not p.startswith("_")]
+    if parts and parts[0] == "numpy":
+        parts[0] = "np"
+    return ".".join(parts + [func.__name__])
+
+
+def unsupported(what: str) -> UnsupportedError:
+    return UnsupportedError(f"{what} is not supported by fusejit yet (called at {current_loc()})")
+
+
+# Functions of the static type only (shape, dtype): answered from the concrete value.
+STATIC_FUNCTIONS = frozenset({np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj,
+                              np.result_type, np.can_cast, np.min_scalar_type})
+
+
+def handle_function(func, args, kwargs):
+    if func in STATIC_FUNCTIONS:
+        return func(*unwrap(args), **unwrap(kwargs))
+    record = FUNCTIONS.get(func)
+    if record is None:
+        raise unsupported(function_label(func))
+    return surface(func, record, args, kwargs)
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    return axis + ndim if axis < 0 else axis
+
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """None -> all axes; int or tuple -> sorted non-negative ints."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(normalize_axis(int(a), ndim) for a in axis))
+    return (normalize_axis(int(axis), ndim),)
+
+
+def permutation_of(fn, ndim: int) -> tuple[int, ...]:
+    """The axis permutation a NumPy transpose-like ``fn`` applies, found on a strided probe
+    whose axes have distinct strides (no data is read)."""
+    strides = tuple(8 * (i + 1) for i in range(ndim))
+    probe = np.lib.stride_tricks.as_strided(np.empty(1), shape=(1,) * ndim, strides=strides)
+    return tuple(strides.index(s) for s in fn(probe).strides)
+
+
+def static_dtype(x) -> np.dtype:
+    return getattr(x, "dtype", None) or np.result_type(x)
+
+

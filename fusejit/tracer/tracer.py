@@ -1,0 +1,158 @@
+"""The ``Tracer`` proxy: a concrete NumPy value plus the IR Var that computes it.
+
+NumPy routes every ufunc call on a proxy to ``__array_ufunc__`` (NEP 13) and every array
+function to ``__array_function__`` (NEP 18); operators and methods forward to those. Anything
+that would turn a traced value into a Python value or a raw array marks the trace as an eager
+fallback and returns the concrete value, so the user's call still gets NumPy's own result.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EagerFallback
+from .context import active
+
+
+@dataclass
+class ViewLink:
+    """A proxy that is a NumPy view of ``base``: re-derived when the base is written, and (for
+    basic indexing, ``key`` set) written through to the base when it is written itself."""
+
+    base: Tracer
+    derive: object          # fn(recorder, base_var) -> Var
+    key: tuple | None
+    seen: object            # the base Var this view was last derived from
+
+
+class Tracer:
+    __array_priority__ = 1000.0
+    __hash__ = None  # like ndarray: == is elementwise
+
+    def __init__(self, value, var, recorder, link: ViewLink | None = None):
+        self.value = value
+        self._var = var
+        self.recorder = recorder
+        self.link = link
+        self.owns = link is None and (not isinstance(value, np.ndarray) or value.base is None)
+
+    @property
+    def ir_var(self):
+        link = self.link
+        if link is not None:
+            current = link.base.ir_var
+            if current is not link.seen:
+                self._var = link.derive(self.recorder, current)
+                link.seen = current
+        return self._var
+
+    @property
+    def weak(self) -> bool:
+        return type(self.value) is float
+
+    def __repr__(self):
+        return f"Tracer({self._var.type})"
+
+    # -- NEP 13 / NEP 18 ---------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .ufuncs import handle_ufunc
+        return handle_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .registry import handle_function
+        return handle_function(func, args, kwargs)
+
+    # -- conversions that would bake a value --------------------------------------------------
+    def _bake(self, what: str):
+        recorder = active()
+        if recorder is not None:
+            recorder.set_fallback(f"{what} of a traced value")
+        return self.value
+
+    def __array__(self, dtype=None, copy=None):
+        value = np.asarray(self._bake("conversion to a NumPy array (__array__)"))
+        return value if dtype is None else value.astype(dtype)
+
+    def __bool__(self):
+        return bool(self._bake("bool()"))
+
+    def __float__(self):
+        return float(self._bake("float()"))
+
+    def __int__(self):
+        return int(self._bake("int()"))
+
+    def __index__(self):
+        return self._bake("use as an index (__index__)").__index__()
+
+    def __complex__(self):
+        return complex(self._bake("complex()"))
+
+    def item(self, *args):
+        value = self._bake(".item()")
+        return value.item(*args) if hasattr(value, "item") else value
+
+    def tolist(self):
+        value = self._bake(".tolist()")
+        return value.tolist() if hasattr(value, "tolist") else value
+
+    # -- static attributes --------------------------------------------------------------------
+    shape = property(lambda self: np.shape(self.value))
+    ndim = property(lambda self: np.ndim(self.value))
+    size = property(lambda self: int(np.size(self.value)))
+    dtype = property(lambda self: getattr(self.value, "dtype", np.dtype(np.float64)))
+    itemsize = property(lambda self: self.dtype.itemsize)
+    nbytes = property(lambda self: self.size * self.itemsize)
+    T = property(lambda self: np.transpose(self))
+    mT = property(lambda self: np.swapaxes(self, -1, -2))
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        for i in range(len(self.value)):
+            yield self[i]
+
+    # -- indexing -----------------------------------------------------------------------------
+    def __getitem__(self, key):
+        from .indexing import getitem
+        return getitem(self, key)
+
+    def __setitem__(self, key, value):
+        from .indexing import setitem
+        setitem(self, key, value)
+
+
+def mark_written(tracer: Tracer, new_var) -> None:
+    """Rebind ``tracer`` to ``new_var`` after an in-place write, writing through to its base."""
+    link = tracer.link
+    if link is None:
+        if not tracer.owns:
+            raise EagerFallback("in-place write into a view of an array the tracer cannot follow")
+        tracer._var = new_var
+        return
+    if link.key is None:
+        raise EagerFallback("in-place write into a view made by reshape/transpose/broadcast")
+    recorder = tracer.recorder
+    base_var = link.base.ir_var
+    updated = recorder.emit("setitem", [base_var, new_var], {"key": link.key})
+    mark_written(link.base, updated)
+    tracer._var = new_var
+    link.seen = link.base.ir_var
+
+
+def write(recorder, target, new_var) -> None:
+    """Rebind a proxy or a raw (captured) ndarray to its new value."""
+    if isinstance(target, Tracer):
+        mark_written(target, new_var)
+    else:
+        recorder.raw_var(target)
+        recorder.raw[id(target)][1] = new_var
+
+
+def wrap(recorder, concrete, var, link: ViewLink | None = None):
+    """A proxy for NumPy's result, after checking the recorded type matches it."""
+    if not recorder.check_type(concrete, var):
+        return concrete
+    return Tracer(concrete, var, recorder, link)

@@ -1,0 +1,128 @@
+"""Ufunc calls on proxies (NEP 13): elementwise core ops at the ufunc's loop dtype.
+
+``ufunc.resolve_dtypes`` gives the loop NumPy itself picks (weak Python scalars passed as
+``float``/``int``), every operand is cast to it, and the homogeneous core op is emitted.
+``out=`` writes the result into the target (a proxy or a raw captured array) functionally.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.special
+
+from ..errors import UnsupportedError
+from ..ir import Lit, indexing
+from .context import surface
+from .loc import current_loc
+from .tracer import Tracer, wrap, write
+
+UFUNC_OPS = {
+    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
+    np.floor_divide: "floordiv", np.remainder: "mod", np.power: "pow", np.negative: "neg",
+    np.positive: "copy", np.absolute: "abs", np.maximum: "max", np.minimum: "min",
+    np.fmax: "fmax", np.fmin: "fmin", np.exp: "exp", np.expm1: "expm1", np.log: "log",
+    np.log1p: "log1p", np.log2: "log2", np.log10: "log10", np.sqrt: "sqrt",
+    np.square: "square", np.reciprocal: "reciprocal", np.tanh: "tanh", np.sinh: "sinh",
+    np.cosh: "cosh", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arctan: "arctan",
+    np.arctan2: "arctan2", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
+    np.rint: "rint", np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite",
+    np.logical_and: "and", np.logical_or: "or", np.logical_not: "not", np.logical_xor: "xor",
+    np.equal: "eq", np.not_equal: "ne", np.less: "lt", np.less_equal: "le",
+    np.greater: "gt", np.greater_equal: "ge", np.bitwise_and: "bitand",
+    np.bitwise_or: "bitor", np.bitwise_xor: "bitxor", np.invert: "invert",
+    scipy.special.erf: "erf", np.matmul: "matmul",
+}
+REDUCE_METHODS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max,
+                  np.minimum: np.min, np.logical_and: np.all, np.logical_or: np.any}
+
+
+def ufunc_label(ufunc) -> str:
+    return "scipy.special.erf" if ufunc is scipy.special.erf else f"np.{ufunc.__name__}"
+
+
+def _unsupported(what: str):
+    return UnsupportedError(f"{what} is not supported by fusejit yet (called at {current_loc()})")
+
+
+def handle_ufunc(ufunc, method, inputs, kwargs):
+    if method == "at" and ufunc is np.add:
+        return surface(np.add.at, _record_add_at, inputs, {})
+    if method == "reduce" and ufunc in REDUCE_METHODS:
+        kwargs.setdefault("axis", 0)
+        if kwargs.get("out") is not None:
+            raise _unsupported(f"{ufunc_label(ufunc)}.reduce with out=")
+        kwargs.pop("out", None)
+        return REDUCE_METHODS[ufunc](*inputs, **kwargs)
+    if method != "__call__" or ufunc not in UFUNC_OPS:
+        suffix = "" if method == "__call__" else f".{method}"
+        raise _unsupported(ufunc_label(ufunc) + suffix)
+    unknown = set(kwargs) - {"out", "casting"}
+    if unknown:
+        raise _unsupported(f"{ufunc_label(ufunc)} with {'/'.join(sorted(unknown))}=")
+    out = kwargs.get("out")
+    record = lambda rec, concrete, *xs, **kw: record_ufunc(rec, concrete, ufunc, xs, out)
+    return surface(ufunc, record, inputs, kwargs)
+
+
+def dtype_spec(x):
+    """What ``resolve_dtypes`` needs for an operand: a dtype, or a Python type if weak."""
+    if isinstance(x, Tracer):
+        return float if x.weak else x.ir_var.type.dtype
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype
+    if isinstance(x, bool):
+        return np.dtype(bool)
+    if isinstance(x, (int, float, complex)):
+        return type(x)
+    return np.asarray(x).dtype
+
+
+def record_ufunc(rec, concrete, ufunc, inputs, out=None, weak=False):
+    specs = tuple(dtype_spec(x) for x in inputs)
+    loop = ufunc.resolve_dtypes(specs + (None,) * ufunc.nout)
+    values = [rec.operand(x, loop[i]) for i, x in enumerate(inputs)]
+    var = emit_ufunc(rec, UFUNC_OPS[ufunc], values, weak)
+    if out is None:
+        return wrap(rec, concrete, var)
+    target = out[0]
+    target_value = target.value if isinstance(target, Tracer) else target
+    var = rec.broadcast(rec.cast(var, target_value.dtype), target_value.shape)
+    write(rec, target, var)
+    return target
+
+
+def emit_ufunc(rec, op, values, weak=False):
+    if op == "square":
+        return rec.emit("mul", [values[0], values[0]], weak=weak)
+    if all(isinstance(v, Lit) for v in values):  # Lits only: materialize one
+        values = [rec.materialize(values[0])] + list(values[1:])
+    return rec.emit(op, values, weak=weak)
+
+
+class _Boxed:
+    """A raw index array that must stay an operand (never baked into the key)."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+def encode_index(rec, index):
+    """(key, operand Vars) for a NumPy index: proxies and raw int arrays become operands."""
+    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(_Boxed(i) if type(i) is np.ndarray and i.dtype.kind in "iu" else i
+                  for i in items)
+    arrays: list = []
+    key = indexing.encode(items, arrays)
+    operands = [rec.operand(a.array if isinstance(a, _Boxed) else a) for a in arrays]
+    return key, operands
+
+
+def _record_add_at(rec, concrete, target, index, value):
+    target_value = target.value if isinstance(target, Tracer) else target
+    key, operands = encode_index(rec, index)
+    base = rec.operand(target)
+    update = rec.operand(value, target_value.dtype)
+    if isinstance(update, Lit):
+        update = rec.materialize(update)
+    write(rec, target, rec.emit("scatter_add", [base, update, *operands], {"key": key}))
+    return concrete
+

@@ -1,0 +1,186 @@
+import numpy as np
+import pytest
+
+import fusejit
+from fusejit.ir import interpret, print_graph, verify
+from fusejit.tracer import flatten, is_traced_leaf, trace, unflatten
+
+from .helpers import check
+
+rng = np.random.default_rng(2)
+X = rng.standard_normal((4, 5)).astype(np.float32)
+WTE = rng.standard_normal((10, 3)).astype(np.float32)
+IDS = np.array([[1, 3], [9, 0]])
+
+INDEXING = [
+    lambda x, i: x[1], lambda x, i: x[-1, ::2], lambda x, i: x[::-1, 1:4:2],
+    lambda x, i: x[None, ..., 0], lambda x, i: x[..., -2:], lambda x, i: x[2, 3],
+    lambda x, i: x[:, [-1]], lambda x, i: x[[0, 2]], lambda x, i: x[i[0]],
+    lambda x, i: x[i, 1:3], lambda x, i: x[X[0] > 0, 0] if False else x[np.array([True,
+                                                                                  False] * 2)],
+    lambda x, i: [row.sum() for row in x], lambda x, i: len(x),
+]
+
+
+@pytest.mark.parametrize("fn", INDEXING)
+def test_indexing(fn):
+    check(fn, X, np.array([3, 1]))
+
+
+def test_embedding_gather():
+    tr = check(lambda wte, ids: wte[ids], WTE, IDS)
+    assert [n.op for n in tr.graph.nodes] == ["gather"]
+
+
+def test_setitem_is_functional_and_mutates_argument():
+    x = X.copy()
+    tr = trace(lambda x: x.__setitem__((slice(None), 0), 0.0), (x,), {})
+    assert (x[:, 0] == 0).all() and tr.mutations[0].target == "arg"
+    (out,) = interpret(tr.graph, X)
+    expected = X.copy()
+    expected[:, 0] = 0
+    np.testing.assert_array_equal(out, expected)
+
+
+def inplace_body(x, y):
+    x += 1.0
+    x[0] *= y[0]
+    np.multiply(x, 2, out=x)
+    row = x[1]
+    x[1:3] -= 5
+    return row * 1, x
+
+
+def test_inplace_ops_mutation_and_views():
+    x = X.copy()
+    tr = trace(inplace_body, (x, X.copy()), {})
+    verify(tr.graph)
+    expected_row, expected_x = inplace_body(X.copy(), X.copy())
+    np.testing.assert_array_equal(x, expected_x)              # caller's array mutated
+    assert tr.out_leaves[1].kind == "arg" and tr.mutations[0].index == 0
+    outputs = interpret(tr.graph, X.copy(), X.copy())
+    np.testing.assert_array_equal(outputs[0], expected_row)   # view re-derived after the write
+    np.testing.assert_array_equal(outputs[tr.mutations[0].output], expected_x)
+
+
+def test_add_at_scatter():
+    x = X.copy()
+    tr = trace(lambda a, i, v: np.add.at(a, i, v), (x, np.array([0, 0, 2]), 1.5), {})
+    assert tr.graph.nodes[-1].op == "scatter_add"
+    (out,) = interpret(tr.graph, X, np.array([0, 0, 2]), 1.5)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_write_into_reshape_view_falls_back():
+    tr = trace(lambda x: x.reshape(-1).__setitem__(0, 1.0), (X.copy(),), {})
+    assert tr.fallback is not None and "view" in tr.fallback.reason
+
+
+W_GLOBAL = rng.standard_normal((5, 2)).astype(np.float32)
+
+
+def uses_global(x):
+    return x @ W_GLOBAL
+
+
+def test_global_capture_is_reread():
+    global W_GLOBAL
+    tr = check(uses_global, X)
+    assert [c.description for c in tr.captures] == ["global W_GLOBAL"]
+    old = W_GLOBAL
+    W_GLOBAL = old * 2
+    try:
+        assert tr.captures[0].resolve([X]) is W_GLOBAL
+    finally:
+        W_GLOBAL = old
+
+
+def test_closure_capture():
+    b = rng.standard_normal(5).astype(np.float32)
+    tr = check(lambda x: x + b, X)
+    assert tr.captures[0].description == "closure b" and tr.graph.inputs[1].hint == "b"
+
+
+class Layer:
+    def __init__(self):
+        self.W = rng.standard_normal((5, 5)).astype(np.float32)
+        self.layers = [{"w": np.ones(5, np.float32)}]
+
+    def forward(self, x):
+        return x @ self.W + self.layers[0]["w"]
+
+    def step(self, g, lr):
+        self.W -= lr * g
+        return self.W
+
+
+def test_self_attribute_captures_and_capture_mutation():
+    layer = Layer()
+    tr = check(layer.forward, X)
+    assert [c.description for c in tr.captures] == ["self.W", "self.layers[0]['w']"]
+    w0 = layer.W.copy()
+    tr = trace(layer.step, (X[:, :5].T.copy() @ X[:, :5], 0.1), {})
+    assert tr.fallback is None and tr.mutations[0].target == "capture"
+    assert tr.out_leaves[0].kind == "capture"
+    outputs = interpret(tr.graph, X[:, :5].T @ X[:, :5], 0.1, w0)
+    np.testing.assert_array_equal(outputs[tr.mutations[0].output], layer.W)
+
+
+def test_body_constant_is_held_not_baked():
+    tr = check(lambda x: x * np.arange(5, dtype=np.float32), X)
+    assert tr.captures[0].description.startswith("constant used at test_semantics.py")
+
+
+@pytest.mark.parametrize("fn, reason", [
+    (lambda x: float(x.sum()), "float()"), (lambda x: x if x.sum() > 0 else -x, "bool()"),
+    (lambda x: x.max().item(), ".item()"), (lambda x: np.asarray(x), "__array__"),
+    (lambda x: x[x > 0], "boolean mask"),
+])
+def test_baking_falls_back_with_eager_result(fn, reason):
+    tr = trace(fn, (X,), {})
+    assert tr.fallback is not None and reason in tr.fallback.reason
+    assert tr.fallback.loc.file.endswith("test_semantics.py")
+    np.testing.assert_array_equal(np.asarray(tr.result), np.asarray(fn(X)))
+
+
+def test_unsupported_names_call_and_line():
+    with pytest.raises(fusejit.UnsupportedError, match=r"np\.linalg\.solve .*test_semantics"):
+        trace(lambda a: np.linalg.solve(a, a[0]), (X[:4, :4],), {})
+
+
+def test_random_note():
+    tr = trace(lambda x: x + np.random.normal(size=x.shape), (X,), {})
+    assert any("np.random" in n and "test_semantics.py" in n for n in tr.notes)
+
+
+def attention(h):
+    return h * 2
+
+
+def block(x, p, n_head):
+    return attention(x @ p["attn"]["w"]) + n_head
+
+
+def test_hints_scope_and_statics():
+    p = {"attn": {"w": rng.standard_normal((5, 5)).astype(np.float32)}}
+    tr = check(block, X, p, 3)
+    assert [v.hint for v in tr.graph.inputs] == ["x", "p.attn.w"]
+    assert tr.graph.nodes[1].loc.scope == "block/attention"
+    assert "mul" in print_graph(tr.graph)
+
+
+def test_returning_argument_and_statics():
+    tr = check(lambda x, n, s: (x, n, s, x.shape), X, 3, "a")
+    assert [leaf.kind for leaf in tr.out_leaves] == ["arg", "const", "const", "const", "const"]
+    tr = check(lambda x: x.astype(np.float32), X)
+    assert tr.graph.outputs[0] is not tr.graph.inputs[0]  # a fresh array, never the input
+
+
+def test_pytree_roundtrip():
+    tree = {"b": [1, (X, 2.0)], "a": None}
+    leaves, treedef = flatten(tree)
+    assert leaves == [None, 1, X, 2.0] or leaves[2] is X
+    assert unflatten(treedef, leaves) == tree or unflatten(treedef, leaves)["b"][1][0] is X
+    assert hash(treedef) == hash(flatten({"a": None, "b": [1, (X, 2.0)]})[1])
+    assert [is_traced_leaf(v) for v in (X, np.float32(1), 1.0, True, 1, X.view(np.matrix))] == [
+        True, True, True, False, False, False]

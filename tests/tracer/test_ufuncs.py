@@ -1,0 +1,92 @@
+import numpy as np
+import pytest
+import scipy.special
+
+from .helpers import check
+
+rng = np.random.default_rng(0)
+F32 = rng.standard_normal((3, 4)).astype(np.float32)
+POS = (np.abs(F32) + 0.5).astype(np.float32)
+F64 = rng.standard_normal((4,))
+I32 = rng.integers(-5, 5, (3, 4)).astype(np.int32)
+B = F32 > 0
+UNARY = [np.negative, np.positive, np.abs, np.exp, np.expm1, np.tanh, np.sinh, np.cosh,
+         np.sin, np.cos, np.tan, np.arctan, np.sign, np.floor, np.ceil, np.rint, np.isnan,
+         np.isinf, np.isfinite, np.square, np.logical_not, scipy.special.erf]
+POSITIVE = [np.log, np.log1p, np.log2, np.log10, np.sqrt, np.reciprocal]
+BINARY = [np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder,
+          np.power, np.maximum, np.minimum, np.fmax, np.fmin, np.arctan2, np.equal,
+          np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
+          np.logical_and, np.logical_or, np.logical_xor]
+
+
+@pytest.mark.parametrize("ufunc", UNARY, ids=lambda u: u.__name__)
+def test_unary(ufunc):
+    check(lambda x: ufunc(x), F32)
+
+
+@pytest.mark.parametrize("ufunc", POSITIVE, ids=lambda u: u.__name__)
+def test_unary_positive_domain(ufunc):
+    check(lambda x: ufunc(x), POS)
+
+
+@pytest.mark.parametrize("ufunc", BINARY, ids=lambda u: u.__name__)
+@pytest.mark.parametrize("other", [POS[0], 2.5, np.float64(1.5), F64.astype(np.float32)],
+                         ids=["f32row", "pyfloat", "f64scalar", "f32vec"])
+def test_binary(ufunc, other):
+    check(lambda x, y: ufunc(x, y), POS, other)
+
+
+@pytest.mark.parametrize("ufunc", [np.bitwise_and, np.bitwise_or, np.bitwise_xor],
+                         ids=lambda u: u.__name__)
+@pytest.mark.parametrize("a, b", [(I32, I32[0]), (B, ~B), (I32, 3)], ids=["int", "bool", "lit"])
+def test_bitwise(ufunc, a, b):
+    check(lambda x, y: ufunc(x, y), a, b)
+
+
+OPERATORS = [
+    lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, lambda x, y: x / y,
+    lambda x, y: x // y, lambda x, y: x % y, lambda x, y: x ** 2, lambda x, y: -x,
+    lambda x, y: +x, lambda x, y: abs(x), lambda x, y: x < y, lambda x, y: x >= y,
+    lambda x, y: x == y, lambda x, y: x != y, lambda x, y: 2 - x, lambda x, y: 1.5 / x,
+    lambda x, y: y * x,
+]
+
+
+@pytest.mark.parametrize("op", OPERATORS)
+@pytest.mark.parametrize("x, y", [
+    (POS, F64.astype(np.float32)),            # f32 with f32 broadcast
+    (POS, 0.5),                               # f32 with a weak Python float
+    (POS, F64),                               # f32 with f64 array -> f64
+    (I32 + 6, 2.0),                           # int32 with a Python float -> f64
+    (I32 + 6, np.int32(3)),                   # int32 with a NumPy scalar
+    (np.array(2.0, np.float32), np.ones((1, 3))),  # 0-d and size-1 dims
+])
+def test_operators_mixed_dtypes(op, x, y):
+    check(op, x, y)
+
+
+def test_invert():
+    check(lambda x, b: (~x, ~b), I32, B)
+
+
+def test_matmul_operator_and_ufunc():
+    check(lambda x, w: (x @ w, np.matmul(x, w), x[0] @ w, x @ w[:, 0]), F32, F32.T.copy())
+
+
+def test_weak_scalar_arithmetic_stays_python_float():
+    tr = check(lambda lr, x: (lr * 2, -lr, 1 - lr, x * lr, np.exp(lr)), 0.25, F32)
+    assert [leaf.pyfloat for leaf in tr.out_leaves] == [True, True, True, False, False]
+    assert tr.out_leaves[4].scalar and tr.graph.inputs[0].type.weak
+
+
+def test_generic_scalar_argument():
+    tr = check(lambda s, x: (s * x, s + 1), np.float32(2.0), F32)
+    assert tr.out_leaves[1].scalar
+
+
+def test_ufunc_where_kwarg_unsupported():
+    import fusejit
+    from fusejit.tracer import trace
+    with pytest.raises(fusejit.UnsupportedError, match="where"):
+        trace(lambda x: np.add(x, 1, where=x > 0), (F32,), {})
