@@ -1,0 +1,121 @@
+"""The engine shared by the local passes (canonicalize, fold): rule tables run to a fixpoint.
+
+A rule is ``(name, op, fn)``; ``fn(node, ctx)`` returns ``None`` (no match), a ``Value`` that
+replaces the node's single output (*forwarding*), or a new ``Node`` defining the same outputs.
+
+Forwarding must not change what callers can observe: eager NumPy hands back a fresh array for
+every result that is not a view, so a forward may not make a graph output alias a graph input or
+another output where eager NumPy's result did not (see :meth:`Context.may_forward`).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..ir import Graph, Lit, Node, Value, Var, ops
+
+Rule = tuple[str, str, Callable]
+MAX_ROUNDS = 64
+FRESH_ONLY = frozenset({"copy", "cast"})  # ops users call to get a new array: never forward
+
+
+def is_view(node: Node) -> bool:
+    return node.op in ops.REGISTRY and ops.get(node.op).kind == ops.VIEW
+
+
+def exposed_vars(graph: Graph) -> set[Var]:
+    """Vars whose memory a caller can see: graph outputs and whatever they are views of."""
+    exposed = {v for v in graph.outputs if isinstance(v, Var)}
+    for node in reversed(graph.nodes):
+        if is_view(node) and any(out in exposed for out in node.outputs):
+            exposed.update(v for v in node.inputs if isinstance(v, Var))
+    return exposed
+
+
+def same_type(a: Value, b: Value) -> bool:
+    """Equal shape and dtype (the weak flag only matters to the tracer's promotion)."""
+    return a.type.shape == b.type.shape and a.type.dtype == b.type.dtype
+
+
+def substitute(values, subst: dict) -> tuple:
+    return tuple(subst.get(v, v) if isinstance(v, Var) else v for v in values)
+
+
+@dataclass
+class Context:
+    """What rules may ask about the graph being rebuilt."""
+
+    inputs: frozenset
+    exposed: set
+    producers: dict = field(default_factory=dict)
+    exposed_roots: set = field(default_factory=set)
+
+    def producer(self, value: Value) -> Node | None:
+        return self.producers.get(value) if isinstance(value, Var) else None
+
+    def alias_root(self, value: Value) -> Value:
+        """The value owning ``value``'s memory: follow view producers back."""
+        node = self.producer(value)
+        while node is not None and is_view(node):
+            value = node.inputs[0]
+            node = self.producer(value)
+        return value
+
+    def may_forward(self, node: Node, value: Value) -> bool:
+        if not same_type(node.out, value):
+            return False
+        if node.out not in self.exposed:
+            return True
+        if is_view(node):  # eager NumPy already returned a view of the same memory
+            return self.alias_root(value) is self.alias_root(node.inputs[0])
+        if node.op in FRESH_ONLY:
+            return False
+        if isinstance(value, Lit):
+            return True
+        root = self.alias_root(value)
+        if root in self.inputs or root in self.exposed_roots:
+            return False
+        self.exposed_roots.add(root)
+        return True
+
+
+def rewrite(graph: Graph, rules: tuple[Rule, ...]) -> tuple[Graph, Counter]:
+    """Apply ``rules`` until none fires; returns the new graph and how often each rule fired."""
+    fired: Counter = Counter()
+    for _ in range(MAX_ROUNDS):
+        graph, changed = _rewrite_round(graph, rules, fired)
+        if not changed:
+            break
+    return graph, fired
+
+
+def _rewrite_round(graph: Graph, rules, fired: Counter) -> tuple[Graph, bool]:
+    exposed = exposed_vars(graph)
+    ctx = Context(frozenset(graph.inputs), exposed, exposed_roots=set(exposed))
+    subst: dict[Var, Value] = {}
+    nodes, changed = [], False
+    for node in graph.nodes:
+        node = node.replace(inputs=substitute(node.inputs, subst))
+        result, name = _first_match(node, ctx, rules)
+        if name is not None:
+            fired[name] += 1
+            changed = True
+        if isinstance(result, Node):
+            nodes.append(result)
+            ctx.producers.update((out, result) for out in result.outputs)
+        else:
+            subst[node.out] = result
+    return graph.replace(nodes=nodes, outputs=substitute(graph.outputs, subst)), changed
+
+
+def _first_match(node: Node, ctx: Context, rules):
+    for name, op, fn in rules:
+        if op not in ("*", node.op):
+            continue
+        result = fn(node, ctx)
+        if isinstance(result, Node):
+            return result, name
+        if result is not None and ctx.may_forward(node, result):
+            return result, name
+    return node, None
