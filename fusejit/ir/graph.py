@@ -71,10 +71,8 @@ class Lit:
 def _float_text(value) -> str:
     if np.isnan(value) or np.isinf(value):
         return repr(float(value))
-    text = np.format_float_positional(value, unique=True, trim="0")
-    if len(text) > 12:
-        text = np.format_float_scientific(value, unique=True, trim="0")
-    return text if text[-1] != "." else text + "0"
+    # NumPy's str() is the shortest text that round-trips in the value's own dtype.
+    return str(value)
 
 
 Value = Var | Lit

@@ -48,8 +48,11 @@ def format_attr(name: str, value) -> str:
 def node_line(node: Node, namer: Namer, indent: str) -> list[str]:
     binders = ", ".join(f"{namer.bind(v)}: {v.type}" for v in node.outputs)
     operands = [namer.ref(v) for v in node.inputs]
-    attrs = [format_attr(k, v) for k, v in node.attrs if k != "body"]
-    head = node.op if node.op != "fused" else f"fused {node.attr.get('name', '')}".rstrip()
+    hidden = ("body", "name", "kind") if node.op == "fused" else ()
+    attrs = [format_attr(k, v) for k, v in node.attrs if k not in hidden]
+    head = node.op
+    if node.op == "fused":
+        head = f"fused {node.attr.get('name', '')} [{node.attr.get('kind', '?')}]"
     text = f"{indent}{binders} = {head} {', '.join(operands + attrs)}".rstrip()
     if node.loc is not None:
         text = f"{text.ljust(COMMENT_COLUMN)}  # {node.loc.short()}"

@@ -1,0 +1,122 @@
+"""Every CLI verb and flag, run as a real command in a subprocess."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GELU = f"{ROOT}/bench/models/gelu.py:gelu"
+BLOCK = f"{ROOT}/bench/models/gpt2_block.py:block"
+BLOCK_ARGS = ["--arg", "x=f32[8,32]", "--arg", "n_head=4"] + [
+    arg for name, shape in [("ln_1.g", "32"), ("ln_1.b", "32"), ("ln_2.g", "32"),
+                            ("ln_2.b", "32"), ("attn.c_attn.w", "32,96"), ("attn.c_attn.b", "96"),
+                            ("attn.c_proj.w", "32,32"), ("attn.c_proj.b", "32"),
+                            ("mlp.c_fc.w", "32,128"), ("mlp.c_fc.b", "128"),
+                            ("mlp.c_proj.w", "128,32"), ("mlp.c_proj.b", "32")]
+    for arg in ("--arg", f"p.{name}=f32[{shape}]")]
+
+
+def fusejit(*args, cache_dir=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if cache_dir is not None:
+        env["FUSEJIT_CACHE_DIR"] = str(cache_dir)
+    return subprocess.run([sys.executable, "-m", "fusejit", *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=300)
+
+
+def test_version():
+    result = fusejit("--version")
+    assert result.returncode == 0 and result.stdout.startswith("fusejit ")
+
+
+def test_dump_traced_ir_keeps_argument_names_and_source_lines():
+    result = fusejit("dump", GELU, "--arg", "x=f32[8,32]", "--stage", "traced")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("def gelu(x: f32[8,32]) -> (f32[8,32]):")
+    assert "tanh" in result.stdout and "# gelu.py:" in result.stdout
+
+
+def test_dump_kernels_with_why_on_the_gpt2_block():
+    result = fusejit("dump", BLOCK, *BLOCK_ARGS, "--stage", "kernels", "--why")
+    assert result.returncode == 0, result.stderr
+    assert "# kernel k" in result.stdout
+    assert "refused fusions:" in result.stdout
+    assert "gpt2_block.py:" in result.stdout
+
+
+def test_dump_print_after_and_pass_stage():
+    result = fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--print-after", "fold",
+                     "--stage", "cse")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("def gelu(") == 2
+
+
+def test_dump_source_shows_numba_kernels():
+    result = fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--stage", "source")
+    assert result.returncode == 0, result.stderr
+    assert "njit" in result.stdout
+
+
+def test_dump_json_and_dot(tmp_path):
+    result = fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert any(node.get("op") == "fused" for node in json.loads(result.stdout)["nodes"])
+    dot_file = tmp_path / "gelu.dot"
+    result = fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--format", "dot",
+                     "--output", str(dot_file))
+    assert result.returncode == 0, result.stderr
+    assert dot_file.read_text().startswith('digraph "gelu"')
+
+
+@pytest.mark.skipif(shutil.which("dot") is not None, reason="Graphviz is installed here")
+def test_png_output_without_graphviz_says_how_to_install_it(tmp_path):
+    result = fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--format", "dot",
+                     "--output", str(tmp_path / "g.png"))
+    assert result.returncode == 2
+    assert "install" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_argument_spec_is_one_line_with_exit_code_2():
+    result = fusejit("dump", GELU, "--arg", "x=q7[4]")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "unknown dtype" in result.stderr
+
+
+def test_missing_file_is_a_usage_error():
+    result = fusejit("dump", "nope.py:f")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_error_in_user_model_is_one_line_unless_debug():
+    result = fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--arg", "y=f32[2]")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "--debug" in result.stderr
+    result = fusejit("--debug", "dump", GELU, "--arg", "x=f32[4,4]", "--arg", "y=f32[2]")
+    assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+def test_cache_info_and_clear(tmp_path):
+    cache = tmp_path / "cache"
+    assert fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--stage", "source",
+                   cache_dir=cache).returncode == 0
+    info = fusejit("cache", "info", cache_dir=cache)
+    assert info.returncode == 0 and "kernel sources: 1" in info.stdout
+    assert fusejit("cache", "clear", cache_dir=cache).returncode == 0
+    assert not cache.exists()
+
+
+def test_bench_one_function_as_json():
+    result = fusejit("bench", GELU, "--arg", "x=f32[64,64]", "--repeat", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["kernels"] == 1 and report["speedup"] > 0
+
+
+def test_demo_small():
+    result = fusejit("demo", "--size", "small", "--repeat", "2")
+    assert result.returncode == 0, result.stderr
+    assert "fused kernels" in result.stdout and "speedup" in result.stdout

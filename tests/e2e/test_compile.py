@@ -1,0 +1,172 @@
+"""The compile contract: replay without the Python body, retrace per signature, reuse kernels."""
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+rng = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def test_second_call_does_not_run_the_python_body():
+    calls = []
+
+    @fusejit.compile
+    def scale_shift(x, y):
+        calls.append(1)
+        return x * 2.0 + y
+
+    x, y = f32(4, 8), f32(8)
+    first = scale_shift(x, y)
+    second = scale_shift(x, y)
+    assert len(calls) == 1
+    assert_same(x * 2.0 + y, first)
+    assert_same(x * 2.0 + y, second)
+    assert scale_shift.cache_info()["hits"] == 1
+
+
+def test_new_shape_traces_again_and_compiles_no_new_kernel():
+    @fusejit.compile
+    def gelu_like(x, b):
+        h = x + b
+        return 0.5 * h * (1.0 + np.tanh(0.79788456 * (h + 0.044715 * h * h * h)))
+
+    gelu_like(f32(16, 32), f32(32))
+    compiled_before = gelu_like.cache_info()["kernels_compiled"]
+    x, b = f32(64, 48), f32(48)
+    assert_same(0.5 * (x + b) * (1.0 + np.tanh(0.79788456 * ((x + b) + 0.044715 * (x + b)
+                                                            * (x + b) * (x + b)))),
+                gelu_like(x, b))
+    info = gelu_like.cache_info()
+    assert info["traces"] == 2
+    assert info["kernels_compiled"] == compiled_before
+    assert info["kernels_reused"] >= 1
+
+
+def test_python_float_argument_is_traced_not_static():
+    @fusejit.compile
+    def sgd(w, g, lr):
+        return w - lr * g
+
+    w, g = f32(8), f32(8)
+    for lr in (0.1, 0.01, 0.5):
+        assert_same(w - lr * g, sgd(w, g, lr))
+    assert sgd.cache_info()["traces"] == 1
+
+
+def test_python_int_argument_is_static_and_part_of_the_key():
+    @fusejit.compile
+    def power_sum(x, n):
+        return sum(x ** k for k in range(n))
+
+    x = f32(5)
+    assert_same(power_sum.fn(x, 2), power_sum(x, 2))
+    assert_same(power_sum.fn(x, 3), power_sum(x, 3))
+    assert power_sum.cache_info()["traces"] == 2
+
+
+def test_result_types_follow_numpy():
+    @fusejit.compile
+    def stats(x):
+        return x.mean(), x.sum(axis=0), np.float32(2) * x.max(keepdims=True), (x.shape[0],)
+
+    x = f32(6, 3)
+    for _ in range(2):
+        result = stats(x)
+        assert_same(stats.fn(x), result)
+        assert isinstance(result[0], np.float32)
+
+
+def test_captured_global_is_read_by_reference_on_every_call():
+    x = f32(4)
+    assert_same(x * CAPTURED, uses_global(x))
+    CAPTURED[:] = 3.0                       # an in-place update outside is seen
+    assert_same(x * CAPTURED, uses_global(x))
+    assert uses_global.cache_info()["traces"] == 1
+
+
+CAPTURED = np.ones(4, np.float32)
+
+
+@fusejit.compile
+def uses_global(x):
+    return x * CAPTURED
+
+
+def test_closure_and_bound_method_arrays_are_captured():
+    class Layer:
+        def __init__(self):
+            self.w = f32(3, 3)
+
+        @fusejit.compile
+        def __call__(self, x):
+            return np.maximum(x @ self.w, 0)
+
+    layer, x = Layer(), f32(2, 3)
+    assert_same(np.maximum(x @ layer.w, 0), layer(x))
+    layer.w = f32(3, 3)                     # rebinding the attribute is seen too
+    assert_same(np.maximum(x @ layer.w, 0), layer(x))
+
+
+def test_baking_a_traced_value_runs_that_signature_eagerly():
+    @fusejit.compile
+    def branchy(x):
+        if float(x.sum()) > 0:
+            return x * 2
+        return x - 1
+
+    for sign in (1, -1, 1):
+        x = sign * np.abs(f32(5)) + sign
+        assert_same(branchy.fn(x), branchy(x))
+    assert branchy.cache_info()["eager_signatures"] == 1
+    assert "float" in str(branchy.explain(x)).lower()
+
+
+def test_unsupported_call_names_the_function_and_the_source_line():
+    @fusejit.compile
+    def solve(a, b):
+        return np.linalg.solve(a, b)
+
+    with pytest.raises(fusejit.UnsupportedError, match=r"solve.*test_compile.py:\d+"):
+        solve(f32(3, 3) + 3 * np.eye(3, dtype=np.float32), f32(3))
+
+
+def test_numpy_errors_are_numpys_and_the_function_keeps_working():
+    @fusejit.compile
+    def add(x, y):
+        return x + y
+
+    assert_same(f32(3) * 0, add(np.zeros(3, np.float32), np.zeros(3, np.float32)))
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        add(f32(3), f32(4))
+    x, y = f32(3), f32(3)
+    assert_same(x + y, add(x, y))
+
+
+def test_object_arrays_run_eagerly():
+    @fusejit.compile
+    def double(x):
+        return x * 2
+
+    x = np.array([1, "a"], dtype=object)
+    assert list(double(x)) == [2, "aa"]
+    assert double.cache_info()["eager_calls"] == 1
+
+
+def test_explain_lists_kernels_with_their_source_ops():
+    @fusejit.compile
+    def mlp(x, w, b):
+        return np.maximum(x @ w + b, 0)
+
+    x, w, b = f32(4, 8), f32(8, 16), f32(16)
+    mlp(x, w, b)
+    explanation = mlp.explain(x, w, b)
+    assert len(explanation.blas_calls) == 1
+    assert len(explanation.kernels) == 1
+    assert [op for op, _ in explanation.kernels[0].source_ops] == ["add", "max"]
+    text = str(explanation)
+    assert "BLAS calls" in text and "test_compile.py" in text

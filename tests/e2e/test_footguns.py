@@ -1,0 +1,98 @@
+"""Behaviours that tracing changes, one test each, stating what fusejit does (STYLE.md)."""
+import numpy as np
+
+import fusejit
+from tests.oracle import assert_same
+
+SCALE = 2.0
+WEIGHTS = np.arange(4, dtype=np.float32)
+
+
+def test_python_scalars_read_from_globals_are_frozen_at_trace_time():
+    global SCALE
+
+    @fusejit.compile
+    def scaled(x):
+        return x * SCALE
+
+    x = np.ones(4, np.float32)
+    assert_same(x * 2.0, scaled(x))
+    SCALE = 3.0
+    try:
+        # The compiled program keeps the traced value: pass such values as arguments instead.
+        assert_same(x * 2.0, scaled(x))
+    finally:
+        SCALE = 2.0
+
+
+def test_branches_on_static_arguments_and_shapes_are_part_of_the_key():
+    @fusejit.compile
+    def head(x, n):
+        if x.shape[0] > n:       # shapes and ints are static: each combination traces once
+            return x[:n] * 2
+        return x * 3
+
+    for shape, n in [((5,), 3), ((2,), 3), ((5,), 3)]:
+        x = np.ones(shape, np.float32)
+        assert_same(head.fn(x, n), head(x, n))
+    assert head.cache_info()["traces"] == 2
+
+
+def test_python_side_effects_happen_only_while_tracing():
+    log = []
+
+    @fusejit.compile
+    def noisy(x):
+        log.append("traced")
+        return x + 1
+
+    x = np.zeros(3)
+    noisy(x)
+    noisy(x)
+    assert log == ["traced"]
+
+
+def test_argument_arrays_mutated_in_place_are_updated_on_every_call():
+    @fusejit.compile
+    def accumulate(total, x):
+        total += x
+        return total.sum()
+
+    total, x = np.zeros(3, np.float32), np.ones(3, np.float32)
+    for expected in (3.0, 6.0, 9.0):
+        assert accumulate(total, x) == np.float32(expected)
+    assert_same(np.full(3, 3.0, np.float32), total)
+
+
+def test_captured_arrays_mutated_outside_are_seen_on_the_next_call():
+    @fusejit.compile
+    def weighted(x):
+        return x * WEIGHTS
+
+    x = np.ones(4, np.float32)
+    assert_same(WEIGHTS.copy(), weighted(x))
+    WEIGHTS[0] = 100
+    assert weighted(x)[0] == 100
+    WEIGHTS[0] = 0
+
+
+def test_item_in_a_body_makes_that_signature_run_eagerly():
+    @fusejit.compile
+    def normalise(x):
+        return x / x.max().item()
+
+    for scale in (1.0, 5.0):
+        x = scale * np.arange(1, 5, dtype=np.float64)
+        assert_same(x / x.max(), normalise(x))
+    assert normalise.cache_info()["eager_signatures"] == 1
+
+
+def test_random_numbers_drawn_in_the_body_are_frozen_and_explain_warns():
+    @fusejit.compile
+    def noisy_relu(x):
+        return np.maximum(x + np.random.default_rng(0).normal(size=x.shape), 0)
+
+    x = np.zeros(3)
+    first = noisy_relu(x)
+    assert_same(first, noisy_relu(x))
+    assert "random" in str(noisy_relu.explain(x))
