@@ -1,0 +1,130 @@
+"""Scalar helpers named by the op registry's templates, with NumPy's exact semantics.
+
+Generated kernel modules do ``from fusejit.codegen.prelude import *``. Plain NumPy ufuncs are
+re-exported under the template names (Numba compiles them as scalar libm calls); the rest are
+``@njit(inline="always")`` functions whose NaN, infinity, signed-zero and division-by-zero
+behaviour follows NumPy's C loops (``npy_divmod``, ``scalar_max``...), not Python's.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = [
+    "arctan", "arctan2", "ceil", "cos", "cosh", "erf", "exp", "expm1", "ffloordiv", "ffmax",
+    "ffmin", "floor", "fmaximum", "fminimum", "fmod_py", "fsign", "ifloordiv", "imod",
+    "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "np", "numba",
+    "rint", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan", "tanh",
+]
+
+_inline = numba.njit(inline="always", error_model="numpy")
+
+exp, expm1, log, log1p, log2, log10 = np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10
+sqrt, tanh, sinh, cosh, sin, cos, tan = np.sqrt, np.tanh, np.sinh, np.cosh, np.sin, np.cos, np.tan
+arctan, arctan2, floor, ceil, rint = np.arctan, np.arctan2, np.floor, np.ceil, np.rint
+isnan, isinf, isfinite = np.isnan, np.isinf, np.isfinite
+
+
+@_inline
+def erf(x):
+    return math.erf(x)
+
+
+@_inline
+def rsqrt(x):
+    # NumPy's reference is reciprocal(sqrt(x)): two roundings, reproduced in the input dtype.
+    root = np.sqrt(x)
+    return 1 / root
+
+
+@_inline
+def sigmoid(x):
+    # 1 / (1 + exp(-x)), as the reference: exp overflow gives 1/inf = 0, never NaN.
+    return 1 / (1 + np.exp(-x))
+
+
+@_inline
+def fmaximum(a, b):
+    # np.maximum: a NaN in either operand propagates.
+    return a if (a >= b or a != a) else b
+
+
+@_inline
+def fminimum(a, b):
+    return a if (a <= b or a != a) else b
+
+
+@_inline
+def ffmax(a, b):
+    # np.fmax: a NaN operand is ignored unless both are NaN.
+    return a if (a >= b or b != b) else b
+
+
+@_inline
+def ffmin(a, b):
+    return a if (a <= b or b != b) else b
+
+
+@_inline
+def fsign(x):
+    # np.sign: NaN stays NaN, both zeros give +0.0.
+    return 1.0 if x > 0 else (-1.0 if x < 0 else (0.0 if x == 0 else x))
+
+
+@_inline
+def isign(x):
+    return (x > 0) - (x < 0)
+
+
+@_inline
+def _divmod(a, b):
+    """npy_divmod for b != 0: (floor quotient, remainder with the divisor's sign)."""
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    if mod:
+        if (b < 0) != (mod < 0):
+            mod += b
+            div -= 1.0
+    else:
+        mod = np.copysign(0.0, b)
+    if div:
+        floordiv = np.floor(div)
+        if div - floordiv > 0.5:
+            floordiv += 1.0
+    else:
+        floordiv = np.copysign(0.0, a / b)
+    return floordiv, mod
+
+
+@_inline
+def ffloordiv(a, b):
+    if not b:
+        return a / b  # +-inf, or NaN for 0/0 and NaN/0, as np.floor_divide
+    return _divmod(a, b)[0]
+
+
+@_inline
+def fmod_py(a, b):
+    if not b:
+        return np.fmod(a, b)  # NaN, as np.remainder
+    return _divmod(a, b)[1]
+
+
+@_inline
+def ifloordiv(a, b):
+    # np.floor_divide on ints: x // 0 == 0, MIN // -1 wraps to MIN (no SIGFPE).
+    if b == 0:
+        return a * b
+    if b == -1:
+        return a * b
+    return a // b
+
+
+@_inline
+def imod(a, b):
+    # np.remainder on ints: x % 0 == 0; the result has the divisor's sign.
+    if b == 0 or b == -1:
+        return a - a
+    return a % b

@@ -1,0 +1,455 @@
+"""Transcendental functions as branch-free arithmetic that LLVM vectorizes inside prange loops.
+
+Numba lowers ``np.exp``/``math.tanh``... to scalar libm calls, which stop the loop vectorizer
+(no SVML here): a fused kernel calling them runs 5-40x slower than NumPy's SIMD loops. Every
+function below is range reduction + polynomial, with special cases resolved by selects at the
+end, so ``for i in prange(n): out[i] = tanh_f32(x[i])`` compiles to AVX-512/AVX2 code.
+
+Design choices:
+
+* float64 algorithms keep a hi/lo split of every reduction constant and Taylor or fitted
+  polynomials long enough for < 1 ulp of truncation error; measured max errors are in
+  ``tests/codegen/test_vecmath.py``.
+* float32 functions evaluate the float64 algorithm (shorter polynomials where they differ) and
+  round once at the end: <= 1 ulp, float32 subnormals become normal doubles, and float32
+  overflow/underflow happens in that final conversion. The cost is half the SIMD width.
+* Exponent manipulation goes through ``bitcast`` intrinsics (2**k = bits((k + 1023) << 52)),
+  which vectorize, where ``math.ldexp`` is a libm call.
+* Polynomials are Horner loops over constant tuples; LLVM unrolls them fully before
+  vectorizing, so the compiled code has no loop and no call.
+
+``VECMATH[(name, dtype_name)]`` is the codegen's lookup table. ``VECMATH_SAFE_RANGE`` gives the
+|x| bound beyond which a function is not accurate (only sin/cos: their Cody-Waite reduction
+needs k * part exact); the codegen must keep libm for inputs that may exceed it.
+"""
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+_inline = numba.njit(inline="always", fastmath=False, error_model="numpy")
+
+_I64 = ir.IntType(64)
+_MANTISSA_BITS = 52
+_EXP_BIAS = 1023
+
+
+# --- bit-level helpers --------------------------------------------------------------------
+
+@intrinsic
+def _pow2(typingctx, k):
+    """2.0**k for an integral float64 k in [-1022, 1023]: the exponent field built directly."""
+    def codegen(context, builder, signature, args):
+        k_int = builder.fptosi(args[0], _I64)
+        biased = builder.add(k_int, ir.Constant(_I64, _EXP_BIAS))
+        bits = builder.shl(biased, ir.Constant(_I64, _MANTISSA_BITS))
+        return builder.bitcast(bits, ir.DoubleType())
+    return types.float64(types.float64), codegen
+
+
+@intrinsic
+def _split_exponent(typingctx, x):
+    """(unbiased exponent field as float64, x with exponent set to 0 i.e. in [1, 2))."""
+    def codegen(context, builder, signature, args):
+        bits = builder.bitcast(args[0], _I64)
+        field = builder.lshr(bits, ir.Constant(_I64, _MANTISSA_BITS))
+        field = builder.and_(field, ir.Constant(_I64, 0x7FF))
+        exponent = builder.sitofp(builder.sub(field, ir.Constant(_I64, _EXP_BIAS)),
+                                  ir.DoubleType())
+        mantissa_bits = builder.and_(bits, ir.Constant(_I64, (1 << _MANTISSA_BITS) - 1))
+        one_bits = ir.Constant(_I64, _EXP_BIAS << _MANTISSA_BITS)
+        mantissa = builder.bitcast(builder.or_(mantissa_bits, one_bits), ir.DoubleType())
+        return context.make_tuple(builder, signature.return_type, (exponent, mantissa))
+    return types.UniTuple(types.float64, 2)(types.float64), codegen
+
+
+@_inline
+def _horner(t, coeffs_high_first):
+    # The tuple is a compile-time constant: LLVM unrolls this loop completely.
+    acc = 0.0
+    for c in coeffs_high_first:
+        acc = acc * t + c
+    return acc
+
+
+@_inline
+def _clamp(x, lo, hi):
+    # NaN maps to hi; callers restore NaN with a final select.
+    y = x if x > lo else lo
+    return y if y < hi else hi
+
+
+# --- constants ----------------------------------------------------------------------------
+# Reduction constants are split from 60-digit decimal values: every part but the last has at
+# most `bits` significant bits, so k * part is exact for |k| < 2**(53 - bits).
+
+_LN2 = "0.693147180559945309417232121458176568075500134360255254120680009"
+_LOG2E = "1.44269504088896340735992468100189213742664595415298593413544940"
+_PIO2 = "1.57079632679489661923132169163975144209858469968755291048747230"
+_TWO_OVER_PI = "0.636619772367581343075535053490057448137838582961825794990669376"
+_TWO_OVER_SQRT_PI = "1.12837916709551257389615890312154517168810125865799771368817145"
+
+
+def _split(value: str, parts: int, bits: int) -> tuple[float, ...]:
+    remaining = Fraction(Decimal(value))
+    out = []
+    for _ in range(parts - 1):
+        _, exponent = math.frexp(float(remaining))
+        quantum = Fraction(2) ** (exponent - bits)
+        head = round(remaining / quantum) * quantum
+        out.append(float(head))
+        remaining -= head
+    out.append(float(remaining))
+    return tuple(out)
+
+
+def _high_first(coeffs) -> tuple[float, ...]:
+    return tuple(float(c) for c in reversed(list(coeffs)))
+
+
+_LN2_HI, _LN2_LO = _split(_LN2, 2, 32)           # e * _LN2_HI exact for |e| < 2**21
+_PIO2_PARTS = _split(_PIO2, 4, 26)               # k * part exact for |k| < 2**27
+_INV_LN2 = float(Decimal(_LOG2E))
+_INV_PIO2 = float(Decimal(_TWO_OVER_PI))
+
+# expm1(r) = r + r*r * P(r), P = Taylor 1/n! for n >= 2. |r| <= ln2/2: truncation after r**13
+# is 4e-18 relative (float64); after r**8 it is 2e-10 (enough for float32 results).
+_EXPM1_TAIL_F64 = _high_first(Fraction(1, math.factorial(n)) for n in range(2, 14))
+_EXPM1_TAIL_F32 = _high_first(Fraction(1, math.factorial(n)) for n in range(2, 9))
+
+# log(1+f) = f - (h - s*(h + R)), s = f/(2+f), h = f*f/2, R = sum_{n>=1} 2 s**2n / (2n+1):
+# the atanh series, |s| <= 0.1716; 10 terms leave 2e-18, 5 terms 1e-10.
+_LOG_R_F64 = _high_first([0.0] + [Fraction(2, 2 * n + 1) for n in range(1, 11)])
+_LOG_R_F32 = _high_first([0.0] + [Fraction(2, 2 * n + 1) for n in range(1, 6)])
+
+# sin(r) = r + r**3 * S(r*r), cos(r) = 1 - (r*r/2 - r**4 * C(r*r)), Taylor, |r| <= pi/4:
+# truncation 1e-19 (float64) / 3e-11 (float32).
+_SIN_TAIL_F64 = _high_first(Fraction((-1) ** n, math.factorial(2 * n + 1)) for n in range(1, 10))
+_COS_TAIL_F64 = _high_first(Fraction((-1) ** n, math.factorial(2 * n)) for n in range(2, 11))
+_SIN_TAIL_F32 = _high_first(Fraction((-1) ** n, math.factorial(2 * n + 1)) for n in range(1, 6))
+_COS_TAIL_F32 = _high_first(Fraction((-1) ** n, math.factorial(2 * n)) for n in range(2, 7))
+
+# erf(x) = x * T(x*x) for |x| < 1: Taylor 2/sqrt(pi) (-1)**n / (n! (2n+1)), 20 terms (2e-19).
+with localcontext() as _ctx:
+    _ctx.prec = 60
+    _ERF_TAYLOR = _high_first(
+        Decimal(_TWO_OVER_SQRT_PI) * (-1) ** n / (math.factorial(n) * (2 * n + 1))
+        for n in range(20))
+# erfcx(x) = exp(x*x) erfc(x) as a polynomial in t = (2x - a - b)/(b - a) on [a, b] = [1, 2.5]
+# and [2.5, 6]: Chebyshev least-squares fits (degree 22 / 18) to scipy.special.erfcx at 4000
+# Chebyshev nodes, converted to monomials in t (bench/vecmath_bench.py --fit reproduces them).
+# Relative error ~2e-15, which erf = 1 - exp(-x*x) erfcx(x) shrinks by erfc/erf <= 0.19.
+_ERFCX_1_25 = (
+    0.28497223473743655, -0.09823225913586463, 0.03136704192397422, -0.009390935492408893,
+    0.0026591791245331774, -0.0007168914468169672, 0.00018495607375063666, -4.5856154181184295e-05,
+    1.0962927878314903e-05, -2.5345858920050974e-06, 5.678624581175786e-07,
+    -1.2340273354618656e-07, 2.6641150468131424e-08, -5.961363521294998e-09,
+    2.7227773018746667e-10, 5.176357108901202e-10, 1.026174347027017e-09, -6.026431588085091e-10,
+    -7.383243801132982e-10, 2.6908178226131967e-10, 3.1536789178120433e-10, -5.21454893881789e-11,
+    -5.820190748292505e-11,
+)
+_ERFCX_25_6 = (
+    0.12934527478598778, -0.05065257997559081, 0.01939134046375674, -0.007266954316617539,
+    0.002669003716371086, -0.000961732994982996, 0.0003403116226481683, -0.00011835406531322665,
+    4.0486218833634514e-05, -1.3632260268883483e-05, 4.520794825374039e-06,
+    -1.4761513299288418e-06, 4.7558640663850865e-07, -1.5315234855045006e-07,
+    4.813490033049379e-08, -1.3118412498014534e-08, 3.971584894730066e-09, -2.0954377109862238e-09,
+    6.355263192935732e-10,
+)
+
+_ERFCX_1_25_HF = _high_first(_ERFCX_1_25)
+_ERFCX_25_6_HF = _high_first(_ERFCX_25_6)
+
+
+# --- exp / expm1 ---------------------------------------------------------------------------
+# x = k ln2 + r with |r| <= ln2/2 (Cody-Waite, hi/lo ln2); exp(x) = 2**k (1 + expm1(r)).
+
+_EXP_OVERFLOW = 709.782712893384      # largest double whose exp is finite
+_EXP_UNDERFLOW = -745.1332191019412   # below: exp rounds to +0.0
+_EXPM1_SATURATE = -45.0               # below: expm1 rounds to -1.0
+
+
+@_inline
+def _reduce_ln2(x):
+    k = np.floor(x * _INV_LN2 + 0.5)
+    return k, (x - k * _LN2_HI) - k * _LN2_LO
+
+
+@_inline
+def _scale_pow2(y, k):
+    # y * 2**k for k in [-1080, 1030] in two exact steps, so subnormal and near-overflow results
+    # round once, in the last multiplication.
+    k_half = np.floor(k * 0.5)
+    return (y * _pow2(k_half)) * _pow2(k - k_half)
+
+
+@_inline
+def _exp_core(x, expm1_tail):
+    xc = _clamp(x, _EXP_UNDERFLOW - 1.0, _EXP_OVERFLOW + 1.0)
+    k, r = _reduce_ln2(xc)
+    y = _scale_pow2(1.0 + (r + r * r * _horner(r, expm1_tail)), k)
+    y = np.inf if x > _EXP_OVERFLOW else y
+    y = 0.0 if x < _EXP_UNDERFLOW else y
+    return x + x if x != x else y
+
+
+@_inline
+def _expm1_core(x, expm1_tail):
+    xc = _clamp(x, _EXPM1_SATURATE, _EXP_OVERFLOW + 1.0)
+    k, r = _reduce_ln2(xc)
+    em_r = r + r * r * _horner(r, expm1_tail)
+    # Moderate k: 2**k em_r + (2**k - 1) has one rounding (2**k - 1 is exact for k <= 53).
+    p = _pow2(_clamp(k, -1000.0, 1000.0))
+    moderate = p * em_r + (p - 1.0)
+    large = _scale_pow2(1.0 + em_r, k)     # -1 is below half an ulp here
+    y = moderate if k <= 52.0 else large
+    y = em_r if k == 0.0 else y
+    y = x if abs(x) < 1e-18 else y          # expm1 x rounds to x; keeps -0.0
+    y = np.inf if x > _EXP_OVERFLOW else y
+    return x + x if x != x else y
+
+
+# --- log / log1p ---------------------------------------------------------------------------
+# x = 2**e m, m in [sqrt(1/2), sqrt(2)), f = m - 1 exact; log x = e ln2 + log1p(f) (atanh form).
+
+_TWO_POW_54 = 2.0 ** 54
+_SQRT2 = math.sqrt(2.0)
+
+
+@_inline
+def _log_core(x, log_r):
+    subnormal = x < 2.2250738585072014e-308
+    xs = x * _TWO_POW_54 if subnormal else x
+    e, m = _split_exponent(xs)
+    e = e - 54.0 if subnormal else e
+    big = m > _SQRT2
+    m = m * 0.5 if big else m
+    e = e + 1.0 if big else e
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    half_f2 = 0.5 * f * f
+    tail = s * (half_f2 + _horner(z, log_r)) + e * _LN2_LO
+    y = e * _LN2_HI - ((half_f2 - tail) - f)
+    y = np.inf if x == np.inf else y
+    y = -np.inf if x == 0.0 else y
+    y = np.nan if x < 0.0 else y
+    return x + x if x != x else y
+
+
+@_inline
+def _log1p_core(x, log_r):
+    # log1p x = log(u) * x / (u - 1) with u = 1 + x rounded: the quotient corrects u's rounding
+    # (Goldberg's trick); u == 1 means x is below half an ulp of 1 and log1p x rounds to x.
+    u = 1.0 + x
+    d = u - 1.0
+    d_safe = d if d != 0.0 else 1.0
+    y = _log_core(u, log_r) * (x / d_safe)
+    y = x if d == 0.0 else y
+    y = np.inf if x == np.inf else y
+    return x + x if x != x else y
+
+
+# --- tanh / sigmoid ------------------------------------------------------------------------
+
+@_inline
+def _tanh_core(x, expm1_tail):
+    # tanh|x| = e / (e + 2), e = expm1(2|x|): no cancellation near 0; tanh(22) rounds to 1.
+    ax = _clamp(abs(x), 0.0, 22.0)
+    e = _expm1_core(ax + ax, expm1_tail)
+    y = math.copysign(e / (e + 2.0), x)
+    return x + x if x != x else y
+
+
+@_inline
+def _sigmoid_core(x, expm1_tail, overflow):
+    # 1/(1+exp(-x)) for x >= 0, exp(x)/(1+exp(x)) below, so exp never overflows; where the
+    # reference formula's exp(-x) overflows in the input dtype its result 1/inf = 0 is kept.
+    e = _exp_core(-abs(x), expm1_tail)
+    s = 1.0 / (1.0 + e)
+    y = s if x >= 0.0 else e * s
+    y = 0.0 if x < -overflow else y
+    return x + x if x != x else y
+
+
+# --- sin / cos -----------------------------------------------------------------------------
+# x = k pi/2 + r, |r| <= pi/4, four-part Cody-Waite (exact products for |k| < 2**27), then the
+# quadrant k mod 4 picks +-sin r or +-cos r.
+
+SIN_COS_LIMIT = 2.0 ** 26      # |x| bound of the reduction (k < 2**27 with margin)
+
+
+@_inline
+def _reduce_pio2(x):
+    k = np.floor(x * _INV_PIO2 + 0.5)
+    r = x - k * _PIO2_PARTS[0]
+    r = r - k * _PIO2_PARTS[1]
+    r = r - k * _PIO2_PARTS[2]
+    r = r - k * _PIO2_PARTS[3]
+    quadrant = k - 4.0 * np.floor(k * 0.25)
+    return quadrant, r
+
+
+@_inline
+def _sin_cos_poly(r, sin_tail, cos_tail):
+    z = r * r
+    sin_r = r + r * z * _horner(z, sin_tail)
+    cos_r = 1.0 - (0.5 * z - z * z * _horner(z, cos_tail))
+    return sin_r, cos_r
+
+
+@_inline
+def _sin_quadrant(quadrant, sin_r, cos_r):
+    y = sin_r if quadrant == 0.0 else cos_r
+    y = -sin_r if quadrant == 2.0 else y
+    return -cos_r if quadrant == 3.0 else y
+
+
+@_inline
+def _sin_core(x, sin_tail, cos_tail):
+    quadrant, r = _reduce_pio2(x)
+    sin_r, cos_r = _sin_cos_poly(r, sin_tail, cos_tail)
+    y = _sin_quadrant(quadrant, sin_r, cos_r)
+    return x if abs(x) < 1e-9 else y       # sin x rounds to x; keeps -0.0
+
+
+@_inline
+def _cos_core(x, sin_tail, cos_tail):
+    quadrant, r = _reduce_pio2(x)
+    sin_r, cos_r = _sin_cos_poly(r, sin_tail, cos_tail)
+    shifted = quadrant + 1.0
+    return _sin_quadrant(shifted if shifted < 4.0 else 0.0, sin_r, cos_r)
+
+
+# --- erf -----------------------------------------------------------------------------------
+
+@_inline
+def _erf_core(x):
+    ax = abs(x)
+    small = x * _horner(x * x, _ERF_TAYLOR)
+    mid_t = (ax - 1.75) * (1.0 / 0.75)
+    high_t = (_clamp(ax, 2.5, 6.0) - 4.25) * (1.0 / 1.75)
+    erfcx = _horner(mid_t, _ERFCX_1_25_HF) if ax < 2.5 else _horner(high_t, _ERFCX_25_6_HF)
+    # exp(-x*x) with x*x rounded costs x*x*eps relative, times erfc/erf: < 0.2 ulp of erf.
+    large = 1.0 - _exp_core(-ax * ax, _EXPM1_TAIL_F64) * erfcx
+    large = 1.0 if ax > 6.0 else large
+    y = small if ax < 1.0 else math.copysign(large, x)
+    return x + x if x != x else y
+
+
+# --- public scalar functions ---------------------------------------------------------------
+# float32 versions widen, run the float64 algorithm with the shorter float32 polynomials and
+# round once.
+
+_F32_OVERFLOW = 88.72283172607422     # largest float32 whose float32 exp is finite
+
+
+@_inline
+def exp_f64(x):
+    return _exp_core(x, _EXPM1_TAIL_F64)
+
+
+@_inline
+def exp_f32(x):
+    return np.float32(_exp_core(np.float64(x), _EXPM1_TAIL_F32))
+
+
+@_inline
+def expm1_f64(x):
+    return _expm1_core(x, _EXPM1_TAIL_F64)
+
+
+@_inline
+def expm1_f32(x):
+    return np.float32(_expm1_core(np.float64(x), _EXPM1_TAIL_F32))
+
+
+@_inline
+def log_f64(x):
+    return _log_core(x, _LOG_R_F64)
+
+
+@_inline
+def log_f32(x):
+    return np.float32(_log_core(np.float64(x), _LOG_R_F32))
+
+
+@_inline
+def log1p_f64(x):
+    return _log1p_core(x, _LOG_R_F64)
+
+
+@_inline
+def log1p_f32(x):
+    # In float64, 1 + x for a float32 x is exact unless |x| < 2**-29 or so, where log1p x rounds
+    # to x in float32 anyway.
+    return np.float32(_log1p_core(np.float64(x), _LOG_R_F32))
+
+
+@_inline
+def tanh_f64(x):
+    return _tanh_core(x, _EXPM1_TAIL_F64)
+
+
+@_inline
+def tanh_f32(x):
+    return np.float32(_tanh_core(np.float64(x), _EXPM1_TAIL_F32))
+
+
+@_inline
+def sigmoid_f64(x):
+    return _sigmoid_core(x, _EXPM1_TAIL_F64, _EXP_OVERFLOW)
+
+
+@_inline
+def sigmoid_f32(x):
+    return np.float32(_sigmoid_core(np.float64(x), _EXPM1_TAIL_F32, _F32_OVERFLOW))
+
+
+@_inline
+def erf_f64(x):
+    return _erf_core(x)
+
+
+@_inline
+def erf_f32(x):
+    return np.float32(_erf_core(np.float64(x)))
+
+
+@_inline
+def sin_f64(x):
+    return _sin_core(x, _SIN_TAIL_F64, _COS_TAIL_F64)
+
+
+@_inline
+def sin_f32(x):
+    return np.float32(_sin_core(np.float64(x), _SIN_TAIL_F32, _COS_TAIL_F32))
+
+
+@_inline
+def cos_f64(x):
+    return _cos_core(x, _SIN_TAIL_F64, _COS_TAIL_F64)
+
+
+@_inline
+def cos_f32(x):
+    return np.float32(_cos_core(np.float64(x), _SIN_TAIL_F32, _COS_TAIL_F32))
+
+
+VECMATH = {
+    (name, dtype): globals()[f"{name}_{suffix}"]
+    for name in ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos")
+    for dtype, suffix in (("float32", "f32"), ("float64", "f64"))
+}
+
+# |x| beyond which a function loses accuracy (inf and NaN still give NaN); absent: whole range.
+VECMATH_SAFE_RANGE = {
+    (name, dtype): SIN_COS_LIMIT for name in ("sin", "cos") for dtype in ("float32", "float64")
+}

@@ -1,0 +1,156 @@
+"""fuse: greedy grouping of elementwise ops and reductions into ``fused`` kernel nodes.
+
+Nodes are visited in topological order. An elementwise node joins a producer's group when the
+shapes agree; a reduction absorbs its input's elementwise group as a prologue; elementwise
+consumers of a reduction at the reduction's output shape join as its epilogue. Views,
+injective ops, matmul and host ops stay plain nodes (NumPy views, NumPy copies, BLAS). Every
+refused fusion is recorded as a ``Refusal`` with its reason; ``explain`` shows them.
+
+The legality checks are small pure functions in ``fusion_rules``; this module holds the walk
+and the rewrite into ``fused`` nodes.
+"""
+from __future__ import annotations
+
+from ..ir import Graph, Node, Var, ops
+from . import fusion_rules as rules
+from .fusion_rules import Group, Refusal
+from .manager import PassResult, register_pass
+
+__all__ = ["Refusal", "fuse"]
+
+
+@register_pass("fuse", requires=("dce",))
+def fuse(graph: Graph) -> PassResult:
+    fuser = _Fuser(graph)
+    for node in graph.nodes:
+        fuser.place(node)
+    new_graph, kernels = fuser.rewrite()
+    return PassResult(new_graph, kernels > 0, {"kernels": kernels, "refusals": fuser.refusals})
+
+
+class _Fuser:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.index = {node: i for i, node in enumerate(graph.nodes)}
+        self.producer = graph.producers()
+        self.group_of: dict[Node, Group] = {}
+        self.refusals: list[Refusal] = []
+
+    # -- the walk -----------------------------------------------------------------------------
+    def place(self, node: Node) -> None:
+        if node.op in ops.REDUCE_OPS and rules.codegen_dtype_ok(node):
+            self._place_reduce(node)
+        elif rules.is_fusable_elementwise(node):
+            self._place_elementwise(node)
+        elif ops.REGISTRY.get(node.op) is not None and ops.get(node.op).kind == ops.ELEMENTWISE:
+            self._refuse(node, rules.unfusable_reason(node))
+
+    def _place_elementwise(self, node: Node) -> None:
+        candidates = self._producer_groups(node)
+        for group in candidates:
+            reason = self._join_reason(group, node)
+            if reason is None:
+                group.add(node, rules.region_for(group, node))
+                self.group_of[node] = group
+                self._merge_siblings(group, node, candidates)
+                return
+            self._refuse(node, reason)
+        self._start(node, None)
+
+    def _place_reduce(self, node: Node) -> None:
+        source = node.inputs[0]
+        group = self.group_of.get(self.producer.get(source)) if isinstance(source, Var) else None
+        if group is not None:
+            reason = rules.prologue_reason(group, node)
+            if reason is None:
+                group.add_reduce(node)
+                self.group_of[node] = group
+                return
+            self._refuse(node, reason)
+        elif isinstance(source, Var) and source in self.producer:
+            self._refuse(node, rules.producer_reason(self.producer[source]))
+        self._start(node, node)
+
+    def _start(self, node: Node, reduce: Node | None) -> None:
+        group = Group.start(node, reduce)
+        self.group_of[node] = group
+
+    def _producer_groups(self, node: Node) -> list[Group]:
+        """Groups producing ``node``'s operands, in operand order; plain producers refuse."""
+        groups: list[Group] = []
+        for value in node.inputs:
+            producer = self.producer.get(value) if isinstance(value, Var) else None
+            if producer is None:
+                continue
+            group = self.group_of.get(producer)
+            if group is None:
+                self._refuse(node, rules.producer_reason(producer))
+            elif group not in groups:
+                groups.append(group)
+        return groups
+
+    def _join_reason(self, group: Group, node: Node) -> str | None:
+        reason = rules.join_reason(group, node)
+        if reason is None:
+            reason = self._cycle_reason(group.nodes | {node}, [node])
+        return reason
+
+    def _merge_siblings(self, group: Group, node: Node, candidates: list[Group]) -> None:
+        """``node``'s other producer groups of the same shape join too, when legal."""
+        region = group.region[node.out]
+        for other in candidates:
+            if other is group:
+                continue
+            reason = rules.merge_reason(group, other, region)
+            if reason is None:
+                union = group.nodes | other.nodes
+                reason = self._cycle_reason(union, sorted(union, key=self.index.get))
+            if reason is not None:
+                continue  # already recorded as a refusal for ``node`` if it matters
+            group.absorb(other, region)
+            for member in other.nodes:
+                self.group_of[member] = group
+
+    def _cycle_reason(self, members: set[Node], new_nodes: list[Node]) -> str | None:
+        """A node may join only if no operand produced outside depends on the group."""
+        first = min(self.index[m] for m in members)
+        for member in new_nodes:
+            for value in member.inputs:
+                producer = self.producer.get(value) if isinstance(value, Var) else None
+                if producer is None or producer in members:
+                    continue
+                if rules.depends_on(producer, members, self.producer, self.index,
+                                    self.group_of, first):
+                    return f"would create a cycle through {producer.op}"
+        return None
+
+    def _refuse(self, node: Node, reason: str) -> None:
+        refusal = Refusal(node.loc, node.op, reason)
+        if refusal not in self.refusals:
+            self.refusals.append(refusal)
+
+    # -- the rewrite --------------------------------------------------------------------------
+    def rewrite(self) -> tuple[Graph, int]:
+        units = self._units()
+        used_outside = rules.outside_uses(self.graph, self.group_of)
+        emitted: list[Node] = []
+        replacement: dict[int, Node] = {}
+        for unit in rules.schedule(units, self.producer, self.group_of, self.index):
+            if isinstance(unit, Group):
+                fused = rules.build_fused(unit, len(replacement), used_outside, self.graph,
+                                          self.index)
+                replacement[id(unit)] = fused
+                emitted.append(fused)
+            else:
+                emitted.append(unit)
+        return self.graph.replace(nodes=emitted), len(replacement)
+
+    def _units(self) -> list:
+        """Plain nodes and groups, each at the position of its last member."""
+        seen, units = set(), []
+        for node in reversed(self.graph.nodes):
+            unit = self.group_of.get(node, node)
+            if id(unit) not in seen:
+                seen.add(id(unit))
+                units.append(unit)
+        return units[::-1]

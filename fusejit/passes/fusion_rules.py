@@ -1,0 +1,238 @@
+"""Pure helpers of the fuse pass: groups, legality rules with their refusal reasons, the
+dependency check that keeps the kernel graph acyclic, scheduling and building ``fused`` nodes."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import Graph, Loc, Node, Var, ops
+
+FULL_EXTENT = "consumer of a reduction at full extent (needs a row-persistent kernel)"
+CODEGEN_KINDS = "biuf"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A fusion the pass declined: where, which consumer op, and why."""
+
+    loc: Loc | None
+    op: str
+    reason: str
+
+    def __str__(self):
+        where = self.loc.short() if self.loc is not None else "<unknown>"
+        return f"{where}: {self.op}: {self.reason}"
+
+
+@dataclass(eq=False)
+class Group:
+    """Nodes becoming one kernel. ``shape``: the iteration space (a reduce group: the
+    reduction's input); ``region``: each member output is ``inner`` (per element of ``shape``)
+    or ``outer`` (the reduction's result and its epilogue, per output element)."""
+
+    shape: tuple[int, ...]
+    nodes: set[Node] = field(default_factory=set)
+    reduce: Node | None = None
+    region: dict[Var, str] = field(default_factory=dict)
+
+    @staticmethod
+    def start(node: Node, reduce: Node | None) -> Group:
+        if reduce is None:
+            group = Group(node.out.type.shape)
+            group.add(node, "inner")
+        else:
+            group = Group(reduce.inputs[0].type.shape)
+            group.add_reduce(reduce)
+        return group
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return self.reduce.out.type.shape
+
+    def add(self, node: Node, region: str) -> None:
+        self.nodes.add(node)
+        self.region.update({var: region for var in node.outputs})
+
+    def add_reduce(self, node: Node) -> None:
+        self.reduce = node
+        self.add(node, "outer")
+
+    def absorb(self, other: Group, region: str) -> None:
+        for node in other.nodes:
+            self.add(node, region)
+
+
+# -- what may be fused --------------------------------------------------------------------------
+def codegen_dtype_ok(node: Node) -> bool:
+    dtypes = [v.type.dtype for v in (*node.inputs, *node.outputs)]
+    if any(d.kind not in CODEGEN_KINDS or d == np.float16 for d in dtypes):
+        return False
+    return not (node.op in ("sum", "prod") and node.inputs[0].type.dtype == np.bool_)
+
+
+def template_dtype(node: Node):
+    return node.inputs[-1].type.dtype if node.inputs else node.out.type.dtype
+
+
+def is_fusable_elementwise(node: Node) -> bool:
+    opdef = ops.REGISTRY.get(node.op)
+    if opdef is None or opdef.kind != ops.ELEMENTWISE or not codegen_dtype_ok(node):
+        return False
+    return opdef.template(template_dtype(node)) is not None
+
+
+def unfusable_reason(node: Node) -> str:
+    if not codegen_dtype_ok(node):
+        dtypes = sorted({str(v.type.dtype) for v in (*node.inputs, *node.outputs)})
+        return f"no kernel codegen for dtype {', '.join(dtypes)}"
+    return f"no scalar template for {node.op} on {template_dtype(node)}"
+
+
+def producer_reason(producer: Node) -> str:
+    opdef = ops.REGISTRY.get(producer.op)
+    kind = opdef.kind if opdef is not None else ops.OPAQUE
+    if kind == ops.MATMUL:
+        return "producer is an opaque matmul (BLAS call)"
+    if kind == ops.VIEW:
+        return f"producer is a view ({producer.op}), run as a NumPy view"
+    if kind == ops.INJECTIVE:
+        return f"producer {producer.op} is injective (runs through NumPy)"
+    if kind in (ops.ELEMENTWISE, ops.REDUCE):
+        return f"producer {producer.op} is not fusable ({unfusable_reason(producer)})"
+    return f"producer {producer.op} is opaque (host call)"
+
+
+def _shape_text(value: Var, node: Node) -> str:
+    return f"different shape ({value.type} vs {node.out.type})"
+
+
+def join_reason(group: Group, node: Node) -> str | None:
+    """Why ``node`` may not join ``group`` (``None``: it may), ignoring cycles."""
+    in_group = [v for v in node.inputs if isinstance(v, Var) and v in group.region]
+    regions = {group.region[v] for v in in_group}
+    shape = node.out.type.shape
+    if group.reduce is None or regions == {"inner"}:
+        return None if shape == group.shape else _shape_text(in_group[0], node)
+    if regions == {"outer"} and shape == group.out_shape:
+        return None
+    if shape == group.shape:
+        return FULL_EXTENT
+    if regions == {"outer"}:
+        return _shape_text(in_group[0], node)
+    return "mixes values from before and after the reduction"
+
+
+def region_for(group: Group, node: Node) -> str:
+    in_group = [v for v in node.inputs if isinstance(v, Var) and v in group.region]
+    return "outer" if any(group.region[v] == "outer" for v in in_group) else "inner"
+
+
+def prologue_reason(group: Group, reduce: Node) -> str | None:
+    if group.reduce is not None:
+        return f"one reduction per kernel (the producer kernel already has {group.reduce.op})"
+    if group.shape != reduce.inputs[0].type.shape:
+        return _shape_text(reduce.inputs[0], reduce)
+    return None
+
+
+def merge_reason(group: Group, other: Group, region: str) -> str | None:
+    """Whether a second producer group of a node may merge into the group the node joined.
+    Only into the inner region: outer values live in the output's index space."""
+    if other.reduce is not None:
+        return "one reduction per kernel"
+    if region != "inner" or other.shape != group.shape:
+        return "different shape"
+    return None
+
+
+# -- dependencies and scheduling ----------------------------------------------------------------
+def depends_on(start: Node, members: set[Node], producer, index, group_of, first: int) -> bool:
+    """Whether ``start``'s unit (its group, or itself) transitively depends on ``members``.
+    Walks whole groups, so a cycle through another kernel is seen too."""
+    stack, seen = [start], set()
+    while stack:
+        node = stack.pop()
+        if node in members:
+            return True
+        if node in seen:
+            continue
+        unit = group_of.get(node)
+        unit_nodes = unit.nodes if unit is not None else {node}
+        seen.update(unit_nodes)
+        if max(index[n] for n in unit_nodes) < first:
+            continue
+        for member in unit_nodes:
+            stack.extend(producer[v] for v in member.inputs
+                         if isinstance(v, Var) and v in producer)
+    return False
+
+
+def outside_uses(graph: Graph, group_of) -> set[Var]:
+    """Group values read by another unit or returned: they become kernel outputs."""
+    producer = graph.producers()
+    used = {v for v in graph.outputs if isinstance(v, Var)}
+    for node in graph.nodes:
+        for value in node.inputs:
+            source = producer.get(value) if isinstance(value, Var) else None
+            home = group_of.get(source) if source is not None else None
+            if home is not None and group_of.get(node) is not home:
+                used.add(value)
+    return used
+
+
+def schedule(units: list, producer, group_of, index) -> list:
+    """Units in an order where every operand is defined first (the unit graph is acyclic)."""
+    order, done = [], set()
+
+    def visit(unit):
+        if id(unit) in done:
+            return
+        done.add(id(unit))
+        members = unit.nodes if isinstance(unit, Group) else (unit,)
+        for member in sorted(members, key=index.get):
+            for value in member.inputs:
+                source = producer.get(value) if isinstance(value, Var) else None
+                if source is not None and group_of.get(source, source) is not unit:
+                    visit(group_of.get(source, source))
+        order.append(unit)
+
+    for unit in units:
+        visit(unit)
+    return order
+
+
+# -- building the fused node --------------------------------------------------------------------
+def build_fused(group: Group, number: int, used_outside: set[Var], graph: Graph,
+                index) -> Node:
+    members = sorted(group.nodes, key=index.get)
+    inputs: list[Var] = []
+    for member in members:
+        for value in member.inputs:
+            if isinstance(value, Var) and value not in group.region and value not in inputs:
+                inputs.append(value)
+    outputs = [v for m in members for v in m.outputs if v in used_outside]
+    anchor = group.reduce or members[-1]
+    name = f"k{number}_{anchor.op}_{_scope(anchor.loc, graph.name)}"
+    body = _body(name, members, inputs, outputs)
+    kind = "reduce" if group.reduce is not None else "elementwise"
+    return Node("fused", inputs, outputs, {"body": body, "kind": kind, "name": name},
+                anchor.loc)
+
+
+def _body(name: str, members: list[Node], inputs: list[Var], outputs: list[Var]) -> Graph:
+    """The kernel's own graph, on fresh Vars (names belong to the printer)."""
+    fresh = {v: Var(v.type, v.hint) for v in inputs}
+    nodes = []
+    for member in members:
+        operands = [fresh[v] if isinstance(v, Var) else v for v in member.inputs]
+        results = [Var(v.type) for v in member.outputs]
+        fresh.update(zip(member.outputs, results, strict=True))
+        nodes.append(member.replace(inputs=operands, outputs=results))
+    return Graph(name, [fresh[v] for v in inputs], nodes, [fresh[v] for v in outputs])
+
+
+def _scope(loc: Loc | None, fallback: str) -> str:
+    scope = loc.scope.rsplit("/", 1)[-1] if loc is not None and loc.scope else fallback
+    return re.sub(r"\W", "_", scope) or "main"

@@ -1,0 +1,91 @@
+"""CompiledKernel behaviour: broadcasting, strided and 0-d inputs, reuse across shapes, the
+source file cache, the parallel variant, and fused graphs run end to end."""
+import numpy as np
+from codegen_helpers import check_kernel, fused_node
+
+from fusejit import config
+from fusejit.codegen import build_kernel, kernel_stats, source_cache
+from fusejit.ir import Graph, Lit, Loc, Node, TensorType, Var, interpret, ops
+from fusejit.passes.fuse import fuse
+
+F32 = np.float32
+
+
+def affine_tanh(shape_x, shape_y, shape_z=()):
+    def body(emit, x, y, z):
+        return [emit("tanh", emit("add", emit("mul", x, y), z))]
+    return fused_node([(shape_x, F32), (shape_y, F32), (shape_z, F32)], body,
+                      name="k0_tanh_test")
+
+
+def test_broadcast_zero_d_and_strided_inputs():
+    node = affine_tanh((4, 5), (4, 1))
+    base = np.arange(40, dtype=F32).reshape(5, 8) / 40
+    x = base[:, ::2].T                      # transposed, strided view of shape (4, 5)
+    y = np.arange(8, dtype=F32).reshape(8, 1)[::2]
+    kernel = check_kernel(node, x, y, np.array(0.25, F32))
+    assert "in1[i0, 0]" in kernel.source and "in2[0]" in kernel.source
+    rows = np.broadcast_to(np.arange(5, dtype=F32), (4, 5))  # zero strides
+    check_kernel(affine_tanh((4, 5), (4, 5)), rows, rows, np.array(1.0, F32))
+
+
+def test_outer_product_broadcast_both_sides():
+    node = affine_tanh((4, 1), (1, 5), (5,))
+    check_kernel(node, np.ones((4, 1), F32), np.arange(5, dtype=F32)[None] / 5,
+                 np.full(5, -0.5, F32))
+
+
+def test_same_structure_new_shape_compiles_nothing_new():
+    first = build_kernel(affine_tanh((6, 7), (6, 1)))
+    before = kernel_stats()
+    second = check_kernel(affine_tanh((3, 11), (3, 1)), np.ones((3, 11), F32),
+                          np.ones((3, 1), F32), np.array(2.0, F32))
+    after = kernel_stats()
+    assert first.key == second.key
+    assert after["compiled"] == before["compiled"]
+    assert after["reused"] == before["reused"] + 1
+
+
+def test_source_header_file_and_corrupt_entry():
+    kernel = build_kernel(affine_tanh((2, 3), (2, 3)))
+    assert kernel.source.startswith("# kernel k0_tanh_test  target=cpu  kind=elementwise  rank=2")
+    assert "#   mul          test_model.py:1" in kernel.source
+    assert [op for op, _ in kernel.source_ops] == ["mul", "add", "tanh"]
+    path = config.cache_dir() / "kernels" / f"{kernel.key}.py"
+    expected = path.read_text()
+    assert kernel.source.endswith(expected)
+    assert source_cache.source_key(expected) == kernel.key
+    path.write_text("raise SystemExit('foreign')\n")
+    source_cache.ensure_file(path, expected)
+    assert path.read_text() == expected
+
+
+def test_parallel_variant_and_preallocated_outputs():
+    node = fused_node([((64, 33), np.float64)], lambda emit, x: [
+        emit("sum", emit("exp", x), axes=(1,), keepdims=False)], kind="reduce")
+    kernel = build_kernel(node)
+    x = np.linspace(-1, 1, 64 * 33).reshape(64, 33)
+    (want,) = interpret(node.attr["body"], x)
+    out = np.empty(64)
+    (got,) = kernel(x, out=(out,), parallel=True)
+    assert got is out
+    np.testing.assert_allclose(out, want, rtol=1e-13)
+
+
+def test_fused_graph_runs_end_to_end():
+    x = Var(TensorType((8, 16), F32), "x")
+    nodes, v = [], x
+    for k, op in enumerate(["exp", "neg", "sum"]):
+        attrs = {"axes": (1,), "keepdims": True} if op == "sum" else {}
+        (out_type,) = ops.infer_types(op, [v.type], attrs)
+        out = Var(out_type)
+        nodes.append(Node(op, [v], [out], attrs, Loc("model.py", k + 1, "model/softplus")))
+        v = out
+    mul_out = Var(v.type)
+    nodes.append(Node("mul", [v, Lit(3.0, F32)], [mul_out], {}, Loc("model.py", 4)))
+    graph = Graph("model", [x], nodes, [mul_out])
+    fused = fuse(graph).graph
+    (node,) = fused.nodes
+    arg = np.random.default_rng(1).standard_normal((8, 16)).astype(F32)
+    (got,) = build_kernel(node)(arg)
+    np.testing.assert_allclose(got, interpret(graph, arg)[0], rtol=1e-5)

@@ -1,0 +1,158 @@
+"""Accuracy of fusejit.codegen.vecmath against float64 / long-double references, in ulps.
+
+float32: ~10**7 bit patterns spaced evenly over all 2**32 (every exponent, both signs, NaNs,
+subnormals) plus special values, against the float64 NumPy/SciPy function rounded to float32.
+float64: 10**6 inputs (random bit patterns plus a uniform sample of the function's interesting
+range) against NumPy on np.longdouble where it is wider than double, else float64.
+Every check: max ulp error <= 4, NaN positions equal, sign of zero equal.
+"""
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+import pytest
+import scipy.special
+
+from fusejit.codegen import vecmath
+
+MAX_ULP = 4
+NAMES = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos")
+_WIDE = np.longdouble if np.finfo(np.longdouble).nmant > 52 else np.float64
+_OVERFLOW = {np.float32: vecmath._F32_OVERFLOW, np.float64: vecmath._EXP_OVERFLOW}
+
+
+@functools.cache
+def _compiled_loop(name: str, dtype_name: str):
+    # One serial loop per (function, dtype): serial compiles faster than prange and the test
+    # checks values, not speed (bench/vecmath_bench.py checks vectorization).
+    fn = vecmath.VECMATH[(name, dtype_name)]
+
+    @numba.njit(error_model="numpy")
+    def apply(x, out):
+        for i in range(x.size):
+            out[i] = fn(x[i])
+
+    return apply
+
+
+def _run(name: str, x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    _compiled_loop(name, x.dtype.name)(x, out)
+    return out
+
+
+def _reference(name: str, x: np.ndarray, dtype) -> np.ndarray:
+    """The exact function rounded to `dtype`, from a wider evaluation."""
+    wide = np.float64 if name == "erf" or dtype is np.float32 else _WIDE
+    with np.errstate(all="ignore"):
+        xw = x.astype(wide)
+        if name == "erf":
+            y = scipy.special.erf(xw)
+        elif name == "sigmoid":
+            # The fused op's semantics: 1/(1+exp(-x)) with exp overflowing in the input dtype.
+            y = np.where(xw < -_OVERFLOW[dtype], 0, 1 / (1 + np.exp(-xw)))
+        else:
+            y = getattr(np, name)(xw)
+        return y.astype(dtype)
+
+
+def _ordered(x: np.ndarray) -> np.ndarray:
+    # Bit patterns mapped to integers that are monotone in the float value (-0 and +0 both 0).
+    bits = x.view(np.int32 if x.dtype == np.float32 else np.int64).astype(np.int64)
+    sign_floor = np.int64(-(2**31)) if x.dtype == np.float32 else np.iinfo(np.int64).min
+    return np.where(bits < 0, sign_floor - bits, bits)
+
+
+def ulp_errors(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    a, b = _ordered(got), _ordered(want)
+    same_sign = (a >= 0) == (b >= 0)
+    with np.errstate(over="ignore"):
+        dist = np.abs(a - b)
+    return np.where(same_sign, dist, np.iinfo(np.int64).max)
+
+
+def check(name: str, x: np.ndarray) -> int:
+    """Asserts the vecmath function on x matches the reference; returns the max ulp error."""
+    got, want = _run(name, x), _reference(name, x, x.dtype.type)
+    nan_got, nan_want = np.isnan(got), np.isnan(want)
+    bad_nan = np.flatnonzero(nan_got != nan_want)
+    assert bad_nan.size == 0, f"{name}: NaN mismatch at x={x[bad_nan[:5]]}: {got[bad_nan[:5]]}"
+    zero = want == 0
+    bad_sign = np.flatnonzero(zero & (np.signbit(got) != np.signbit(want)))
+    assert bad_sign.size == 0, f"{name}: sign of zero wrong at x={x[bad_sign[:5]]}"
+    finite = ~nan_want
+    err = ulp_errors(got[finite], want[finite])
+    worst = int(np.argmax(err)) if err.size else 0
+    max_err = int(err.max()) if err.size else 0
+    xs = x[finite]
+    assert max_err <= MAX_ULP, (
+        f"{name}[{x.dtype}]: {max_err} ulp at x={xs[worst]!r}: "
+        f"got {got[finite][worst]!r}, want {want[finite][worst]!r}")
+    return max_err
+
+
+def _specials(dtype) -> np.ndarray:
+    info = np.finfo(dtype)
+    ovf = dtype(_OVERFLOW[dtype])
+    values = [0.0, -0.0, np.inf, -np.inf, np.nan, info.tiny, -info.tiny, info.smallest_subnormal,
+              -info.smallest_subnormal, info.max, -info.max, 1.0, -1.0, 0.5, 2.0, 89.0, -104.0,
+              710.0, -746.0, 22.0, 6.0, -6.0, 2.5, 1e-9, -1e-30, np.pi, -np.pi / 2]
+    base = np.array(values, dtype=dtype)
+    around = [ovf, -ovf, dtype(-103.97), dtype(1.0), dtype(np.log(2) / 2)]
+    near = [np.nextafter(v, dtype(s) * np.inf) for v in around for s in (1, -1)]
+    return np.concatenate([base, np.array(around + near, dtype=dtype)])
+
+
+def _sin_cos_domain(name: str, x: np.ndarray) -> np.ndarray:
+    if name not in ("sin", "cos"):
+        return x
+    limit = vecmath.VECMATH_SAFE_RANGE[(name, x.dtype.name)]
+    return x[~(np.abs(x) > limit)]          # keeps NaN and checks +-inf separately below
+
+
+@functools.cache
+def _f32_inputs() -> np.ndarray:
+    step = 2**32 // 10**7
+    patterns = np.arange(0, 2**32, step, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([patterns, _specials(np.float32)])
+
+
+@functools.cache
+def _f64_inputs(name: str) -> np.ndarray:
+    rng = np.random.default_rng(1234)
+    patterns = rng.integers(0, 2**64, 500_000, dtype=np.uint64, endpoint=False).view(np.float64)
+    span = {"exp": 750.0, "expm1": 750.0, "sigmoid": 750.0, "tanh": 25.0, "erf": 7.0,
+            "log": 10.0, "log1p": 10.0, "sin": 1e4, "cos": 1e4}[name]
+    uniform = rng.uniform(-span, span, 400_000)
+    small = rng.uniform(-1.0, 1.0, 100_000)
+    return np.concatenate([patterns, uniform, small, _specials(np.float64)])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float32(name):
+    check(name, _sin_cos_domain(name, _f32_inputs()))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float64(name):
+    check(name, _sin_cos_domain(name, _f64_inputs(name)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_beyond_safe_range_still_nan_for_inf(name, dtype):
+    got = _run(name, np.array([np.inf, -np.inf, np.nan], dtype=dtype))
+    assert np.isnan(got).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_edge_cases_named_in_the_design(dtype):
+    t = np.dtype(dtype).type
+    one = lambda name, v: _run(name, np.array([v], dtype=t))[0]
+    assert one("exp", 89.0 if t is np.float32 else 710.0) == np.inf
+    assert one("log", 0.0) == -np.inf and np.isnan(one("log", -1.0))
+    assert one("log", np.inf) == np.inf
+    for name in ("tanh", "sin", "erf", "expm1", "log1p"):
+        assert np.signbit(one(name, -0.0)), name

@@ -1,0 +1,247 @@
+"""fuse: kernel counts and refusals on hand-built graphs; fused graphs verify and interpret
+to the same values as the unfused ones."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fusejit.ir import Graph, Lit, Loc, Node, TensorType, Var, interpret, ops, verify
+from fusejit.passes.fuse import Refusal, fuse
+from fusejit.passes.fusion_rules import FULL_EXTENT
+from tests.strategies import graphs, inputs_for
+
+F32 = np.dtype(np.float32)
+
+
+class Builder:
+    """Records nodes with inferred types, each at its own line of ``model.py``."""
+
+    def __init__(self):
+        self.inputs, self.nodes = [], []
+
+    def arg(self, shape, dtype=F32, name=None):
+        var = Var(TensorType(shape, dtype), name or f"a{len(self.inputs)}")
+        self.inputs.append(var)
+        return var
+
+    def __call__(self, op, *operands, **attrs):
+        out_types = ops.infer_types(op, [v.type for v in operands], attrs)
+        outs = [Var(t) for t in out_types]
+        loc = Loc("model.py", len(self.nodes) + 1, "model/block")
+        self.nodes.append(Node(op, operands, outs, attrs, loc))
+        return outs[0] if len(outs) == 1 else outs
+
+    def graph(self, *outputs):
+        return Graph("model", self.inputs, self.nodes, outputs)
+
+
+def lit(value):
+    return Lit(value, F32)
+
+
+def fused_nodes(graph):
+    return [n for n in graph.nodes if n.op == "fused"]
+
+
+def check_same(before, after, *args):
+    verify(after)
+    for got, want in zip(interpret(after, *args), interpret(before, *args), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def rand(*shape):
+    return np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+
+
+def test_elementwise_chain_is_one_kernel():
+    b = Builder()
+    x, y = b.arg((8, 16)), b.arg((16,))
+    v = x
+    for op in ("exp", "neg", "tanh", "abs"):
+        v = b(op, v)
+    v = b("add", v, y)
+    v = b("mul", v, lit(0.5))
+    v = b("sub", v, x)
+    v = b("max", v, lit(0.0))
+    graph = b.graph(v)
+    result = fuse(graph)
+    (kernel,) = fused_nodes(result.graph)
+    assert len(result.graph.nodes) == 1 and result.stats["kernels"] == 1
+    assert kernel.attr["kind"] == "elementwise"
+    assert kernel.attr["name"] == "k0_max_block"
+    assert len(kernel.attr["body"].nodes) == 8
+    assert kernel.inputs == (x, y) and kernel.loc.line == 8
+    check_same(graph, result.graph, rand(8, 16), rand(16))
+
+
+def test_reduce_with_prologue_and_epilogue():
+    b = Builder()
+    x = b.arg((4, 6))
+    e = b("exp", x)
+    s = b("sum", e, axes=(1,), keepdims=False)
+    out = b("mul", s, lit(2.0))
+    graph = b.graph(out)
+    result = fuse(graph)
+    (kernel,) = result.graph.nodes
+    assert kernel.attr["kind"] == "reduce" and kernel.attr["name"] == "k0_sum_block"
+    assert [n.op for n in kernel.attr["body"].nodes] == ["exp", "sum", "mul"]
+    check_same(graph, result.graph, rand(4, 6))
+
+
+def test_prologue_value_used_elsewhere_becomes_extra_output():
+    b = Builder()
+    x = b.arg((4, 6))
+    e = b("exp", x)
+    s = b("reduce_max", e, axes=(0, 1), keepdims=True)
+    graph = b.graph(s, e)
+    result = fuse(graph)
+    (kernel,) = result.graph.nodes
+    assert kernel.outputs == (e, s)
+    check_same(graph, result.graph, rand(4, 6))
+
+
+def test_softmax_refuses_full_extent_consumer():
+    b = Builder()
+    x = b.arg((4, 6))
+    m = b("reduce_max", x, axes=(1,), keepdims=True)
+    e = b("exp", b("sub", x, m))
+    s = b("sum", e, axes=(1,), keepdims=True)
+    out = b("div", e, s)
+    graph = b.graph(out)
+    result = fuse(graph)
+    reasons = [r.reason for r in result.stats["refusals"]]
+    assert FULL_EXTENT in reasons
+    refusal = next(r for r in result.stats["refusals"] if r.reason == FULL_EXTENT)
+    assert isinstance(refusal, Refusal) and refusal.loc.line in (2, 5)
+    assert result.stats["kernels"] == 3  # max | sub+exp+sum | div
+    check_same(graph, result.graph, rand(4, 6))
+
+
+def test_matmul_stays_plain_and_bias_activation_fuse():
+    b = Builder()
+    x, w, bias = b.arg((4, 8)), b.arg((8, 3)), b.arg((3,))
+    h = b("matmul", x, w)
+    out = b("tanh", b("add", h, bias))
+    graph = b.graph(out)
+    result = fuse(graph)
+    assert [n.op for n in result.graph.nodes] == ["matmul", "fused"]
+    assert any(r.reason == "producer is an opaque matmul (BLAS call)"
+               for r in result.stats["refusals"])
+    check_same(graph, result.graph, rand(4, 8), rand(8, 3), rand(3))
+
+
+def test_different_shapes_refused_with_reason():
+    b = Builder()
+    x, y = b.arg((4, 8)), b.arg((8,))
+    small = b("exp", y)
+    out = b("add", x, small)
+    graph = b.graph(out)
+    result = fuse(graph)
+    assert result.stats["kernels"] == 2
+    reasons = [r.reason for r in result.stats["refusals"]]
+    assert "different shape (f32[8] vs f32[4,8])" in reasons
+    check_same(graph, result.graph, rand(4, 8), rand(8))
+
+
+def test_no_cycle_through_a_plain_node():
+    # a = exp(x); r = reshape(a) (plain); c = add(a, r'): joining a's group through the view
+    # is fine (no path back), but d = add(a, t) where t = matmul(a...) would make a cycle.
+    b = Builder()
+    x, w = b.arg((4, 4)), b.arg((4, 4))
+    a = b("exp", x)
+    t = b("matmul", a, w)
+    d = b("add", a, t)
+    graph = b.graph(d)
+    result = fuse(graph)
+    reasons = [r.reason for r in result.stats["refusals"]]
+    assert "would create a cycle through matmul" in reasons
+    assert [n.op for n in result.graph.nodes] == ["fused", "matmul", "fused"]
+    check_same(graph, result.graph, rand(4, 4), rand(4, 4))
+
+
+def test_sibling_groups_merge_and_multi_output():
+    b = Builder()
+    x, y = b.arg((5, 3)), b.arg((5, 3))
+    p, q = b("exp", x), b("log1p", b("abs", y))
+    r = b("mul", p, q)
+    graph = b.graph(r, p)
+    result = fuse(graph)
+    (kernel,) = result.graph.nodes
+    assert kernel.outputs == (p, r)
+    check_same(graph, result.graph, rand(5, 3), rand(5, 3))
+
+
+def test_views_stay_plain_and_lone_elementwise_is_a_kernel():
+    b = Builder()
+    x = b.arg((2, 6))
+    r = b("reshape", x, shape=(3, 4))
+    out = b("add", r, r)
+    graph = b.graph(out)
+    result = fuse(graph)
+    assert [n.op for n in result.graph.nodes] == ["reshape", "fused"]
+    assert result.changed and result.stats["kernels"] == 1
+    check_same(graph, result.graph, rand(2, 6))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_programs_preserve_results(seed):
+    rng = np.random.default_rng(seed)
+    b = Builder()
+    shapes = [(3, 4), (4,), (3, 1)]
+    values = [b.arg(s) for s in shapes]
+    for _ in range(12):
+        choice = rng.integers(4)
+        a, c = (values[i] for i in rng.integers(len(values), size=2))
+        if choice == 0:
+            values.append(b("add", a, c) if _broadcastable(a, c) else b("exp", a))
+        elif choice == 1:
+            values.append(b("tanh", a))
+        elif choice == 2 and a.type.ndim == 2:
+            values.append(b("sum", a, axes=(1,), keepdims=bool(rng.integers(2))))
+        else:
+            values.append(b("mul", a, lit(1.5)))
+    graph = b.graph(*values[-3:])
+    result = fuse(graph)
+    args = [rand(*s) for s in shapes]
+    check_same(graph, result.graph, *args)
+
+
+def _broadcastable(a, c):
+    try:
+        np.broadcast_shapes(a.type.shape, c.type.shape)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuse_preserves_results_on_generated_programs(data):
+    graph = data.draw(graphs())
+    args = data.draw(inputs_for(graph))
+    result = fuse(graph)
+    verify(result.graph, where="fuse")
+    assert result.stats["kernels"] == len(fused_nodes(result.graph))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want, got = interpret(graph, *args), interpret(result.graph, *args)
+    for w, g in zip(want, got, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)  # same NumPy calls, same order: bit-identical
+
+
+def test_sibling_merge_refused_when_it_would_close_a_cycle():
+    # o = exp(x); p = reshape(o) (plain); g = add(x, p); n = mul(g, o): n joins g's kernel,
+    # but merging o's kernel into it would need p both before and after that kernel.
+    b = Builder()
+    x = b.arg((3, 4))
+    o = b("exp", x)
+    p = b("reshape", o, shape=(3, 4))
+    g = b("add", x, p)
+    n = b("mul", g, o)
+    graph = b.graph(n)
+    result = fuse(graph)
+    assert [node.op for node in result.graph.nodes] == ["fused", "reshape", "fused"]
+    check_same(graph, result.graph, rand(3, 4))
