@@ -122,8 +122,12 @@ def _dump_text(compiled, entry, args, call_args, call_kwargs) -> str:
     return "\n".join(parts)
 
 
-def _stage_graph(entry, stage):
+def _stage_graph(tree, stage):
     from .passes import run_pipeline
+    from .runtime.explain import primary
+    entry = primary(tree)
+    if not hasattr(entry, "trace"):
+        raise CliError(f"this signature runs eagerly: {entry.reason}")
     if stage == "traced":
         return entry.trace.graph
     if stage in ("optimized", "kernels", "source", "memory"):

@@ -17,7 +17,7 @@ def demo(size: str = "bench", repeat: int = 20) -> None:
     expected = gpt2_block.block(*args, **kwargs)
     result = compiled(*args, **kwargs)
     compile_s = time.perf_counter() - start
-    entry = compiled.entry_for(*args, **kwargs)
+    entry = compiled.entry_for(*args, **kwargs).paths[0]
     _print_summary(entry, compiled.explain(*args, **kwargs))
     error = float(abs(result - expected).max())
     eager = time_calls(gpt2_block.block, args, kwargs, repeat)["median_s"]

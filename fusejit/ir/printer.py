@@ -77,7 +77,9 @@ def print_graph(graph: Graph) -> str:
     namer = Namer()
     params = ", ".join(f"{namer.bind(v)}: {v.type}" for v in graph.inputs)
     results = ", ".join(str(v.type) for v in graph.outputs)
-    lines = [f"def {graph.name}({params}) -> ({results}):"]
+    if len(graph.outputs) != 1:
+        results = f"({results})"
+    lines = [f"def {graph.name}({params}) -> {results}:"]
     for node in graph.nodes:
         lines += node_line(node, namer, "  ")
     lines.append(f"  return {', '.join(namer.ref(v) for v in graph.outputs)}")

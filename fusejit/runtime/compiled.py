@@ -12,7 +12,7 @@ import types
 from .. import config
 from ..errors import FusejitError, UnsupportedError
 from ..tracer import trace
-from .entries import RETRACE, CompiledEntry, EagerEntry
+from .entries import MISS, RETRACE, CompiledEntry, EagerEntry, TraceTree
 from .key import UntraceableInput, check_dtype, make_key
 from .pipeline import build_program
 
@@ -68,16 +68,16 @@ class CompiledFunction:
             key, leaves = make_key(args, kwargs, (self.target, statics))
         except UntraceableInput as exc:
             return self._run_eager(fn, args, kwargs, str(exc))
-        entry = self._entries.get(key)
-        if type(entry) is CompiledEntry:
-            result = entry.run(leaves)
-            if result is not RETRACE:
+        tree = self._entries.get(key)
+        if tree is not None:
+            result = tree.run(leaves) if tree.paths else MISS
+            if result is not MISS and result is not RETRACE:
                 self._stats["hits"] += 1
                 return result
-        elif entry is not None:
-            entry.calls += 1
-            self._stats["eager_calls"] += 1
-            return fn(*args, **kwargs)
+            if tree.eager is not None and result is not RETRACE:
+                tree.eager.calls += 1
+                self._stats["eager_calls"] += 1
+                return fn(*args, **kwargs)
         return self._trace_and_compile(fn, key, leaves, args, kwargs)
 
     def _split_static(self, args, kwargs):
@@ -97,29 +97,43 @@ class CompiledFunction:
 
     def _trace_and_compile(self, fn, key, leaves, args, kwargs):
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and type(entry) is not CompiledEntry:
-                return fn(*args, **kwargs)
+            tree = self._entries.setdefault(key, TraceTree())
             try:
                 for signature in key[1]:
                     check_dtype(signature)
             except UntraceableInput as exc:
-                self._entries[key] = EagerEntry(str(exc))
+                tree.eager = EagerEntry(str(exc))
                 return self._run_eager(fn, args, kwargs, str(exc))
+            if len(tree.paths) >= self.max_traces:
+                return self._too_many_paths(tree, fn, args, kwargs)
             started = time.perf_counter()
             recorded = trace(fn, args, kwargs, name=self.__name__)
             self._stats["traces"] += 1
-            self._entries[key] = self._make_entry(recorded)
+            self._add_path(tree, recorded)
             self._stats["compile_seconds"] += time.perf_counter() - started
             return recorded.result
 
-    def _make_entry(self, recorded):
+    def _too_many_paths(self, tree, fn, args, kwargs):
+        if tree.eager is None:
+            tree.eager = EagerEntry(f"more than max_traces={self.max_traces} paths "
+                                    "(data-dependent branches) for this signature")
+            log.warning("%s: %s; it runs eagerly from now on", self.__qualname__,
+                        tree.eager.reason)
+        tree.eager.calls += 1
+        self._stats["eager_calls"] += 1
+        return fn(*args, **kwargs)
+
+    def _add_path(self, tree, recorded) -> None:
         if recorded.fallback is not None:
             log.info("%s: this signature runs eagerly: %s", self.__qualname__,
                      recorded.fallback.reason)
-            return EagerEntry(recorded.fallback.reason, recorded.fallback.loc)
+            tree.eager = EagerEntry(recorded.fallback.reason, recorded.fallback.loc)
+            return
+        stale = [p for p in tree.paths if _captures_changed(p, recorded)]
+        tree.paths = [p for p in tree.paths if p not in stale]
         try:
-            program, pipeline, counts = build_program(recorded.graph, self.target)
+            program, pipeline, counts = build_program(
+                recorded.graph, self.target, guards=getattr(recorded, "guards", ()))
         except FusejitError:
             raise
         except Exception as exc:
@@ -127,22 +141,27 @@ class CompiledFunction:
                 raise
             log.warning("%s: compiling failed (%s: %s); this signature runs eagerly",
                         self.__qualname__, type(exc).__name__, exc)
-            return EagerEntry(f"compile error: {type(exc).__name__}: {exc}")
+            tree.eager = EagerEntry(f"compile error: {type(exc).__name__}: {exc}")
+            return
         self._stats["kernels_compiled"] += counts["compiled"]
         self._stats["kernels_reused"] += counts["reused"]
-        return CompiledEntry(recorded, program, pipeline)
+        tree.paths.append(CompiledEntry(recorded, program, pipeline))
 
     # -- introspection -------------------------------------------------------------------
     def cache_info(self) -> dict:
         info = dict(self._stats)
         info["signatures"] = len(self._entries)
-        info["eager_signatures"] = sum(type(e) is EagerEntry for e in self._entries.values())
+        info["paths"] = sum(len(tree.paths) for tree in self._entries.values())
+        info["eager_signatures"] = sum(tree.eager is not None for tree in self._entries.values())
         return info
 
     def entry_for(self, *args, **kwargs):
         """The cache entry for these arguments, tracing them (on copies) if needed."""
         fn, args, kwargs, statics = self._split_static(args, kwargs)
-        key, _ = make_key(args, kwargs, (self.target, statics))
+        try:
+            key, _ = make_key(args, kwargs, (self.target, statics))
+        except UntraceableInput as exc:
+            return TraceTree(eager=EagerEntry(str(exc)))
         if key not in self._entries:
             copied_args, copied_kwargs = copy.deepcopy((args, kwargs))
             self._trace_and_compile(fn, key, None, copied_args, copied_kwargs)
@@ -174,3 +193,10 @@ class _Static:
 
     def __eq__(self, other):
         return isinstance(other, _Static) and self._key == other._key
+
+
+def _captures_changed(path, recorded) -> bool:
+    """A path traced when a captured array had another shape or dtype can never apply again."""
+    old = [c.type for c in path.trace.captures]
+    new = [c.type for c in recorded.captures]
+    return len(old) == len(new) and old != new

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..tracer import Trace, unflatten
-from .program import Program
+from .program import GuardFailed, Program
 
 RETRACE = object()  # a captured array changed shape or dtype: trace this signature again
+MISS = object()     # no compiled path's guards hold for this call
 
 
 @dataclass
@@ -40,6 +41,27 @@ class EagerEntry:
     reason: str
     loc: object = None
     calls: int = field(default=0)
+
+
+@dataclass
+class TraceTree:
+    """Every compiled path of one signature, tried in order; guards pick the path."""
+
+    paths: list[CompiledEntry] = field(default_factory=list)
+    eager: EagerEntry | None = None
+    guard_failures: int = 0
+    replay_errors: int = 0
+
+    def run(self, leaves):
+        for path in self.paths:
+            try:
+                return path.run(leaves)
+            except GuardFailed:
+                self.guard_failures += 1
+            except Exception:  # noqa: BLE001 -- re-running the body eagerly gives NumPy's answer
+                self.replay_errors += 1
+                return MISS
+        return MISS
 
 
 def _as_array(leaf):

@@ -46,18 +46,22 @@ class Explanation:
     memory: dict = field(default_factory=dict)
     notes: tuple = ()
     cache: dict = field(default_factory=dict)
+    paths: list = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"fusejit.explain: {self.function}({self.signature})"]
         if self.status == "eager":
             lines.append(f"status: runs eagerly (NumPy) -- {self.reason}")
         else:
-            lines.append(f"status: compiled -- {len(self.kernels)} kernels, "
-                         f"{len(self.blas_calls)} BLAS calls, {len(self.host_ops)} host copies, "
-                         f"{self.views} views")
+            lines.append(f"status: compiled -- {len(self.paths)} trace path(s); path 0 has "
+                         f"{len(self.kernels)} kernels, {len(self.blas_calls)} BLAS calls, "
+                         f"{len(self.host_ops)} host ops, {self.views} views")
+            if self.reason:
+                lines.append(f"  calls matching no path run eagerly: {self.reason}")
+            lines += _section("trace paths", self.paths)
             lines += _section("kernels", [k.summary() for k in self.kernels])
             lines += _section("BLAS calls", [f"{c.op} at {_loc(c.loc)}" for c in self.blas_calls])
-            lines += _section("host copies (NumPy)",
+            lines += _section("host ops (NumPy)",
                               [f"{c.op} at {_loc(c.loc)}" for c in self.host_ops])
             lines += _section("refused fusions", [_refusal(r) for r in self.refusals])
             lines += _section("memory", [_memory(self.memory)] if self.memory else [])
@@ -89,11 +93,34 @@ def _mb(n) -> str:
     return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
-def explain_entry(compiled, entry) -> Explanation:
+def primary(tree):
+    """The path that dumps and summaries describe: the first one traced."""
+    return tree.paths[0] if tree.paths else tree.eager
+
+
+def explain_entry(compiled, tree) -> Explanation:
     cache = compiled.cache_info()
+    entry = primary(tree)
     if not isinstance(entry, CompiledEntry):
         return Explanation(compiled.__qualname__, "", "eager", _eager_reason(entry),
                            cache=cache)
+    result = _explain_path(compiled, entry, cache)
+    result.paths = [_path_text(i, path) for i, path in enumerate(tree.paths)]
+    if tree.eager is not None:
+        result.reason = _eager_reason(tree.eager)
+    return result
+
+
+def _path_text(index, path) -> str:
+    guards = getattr(path.trace, "guards", ())
+    lines = [f"path {index}: {len(guards)} guards, {path.hits} replays"]
+    for guard in guards:
+        code = f"  `{guard.loc.code}`" if guard.loc is not None and guard.loc.code else ""
+        lines.append(f"    {guard.convert}() == {guard.expected!r} at {_loc(guard.loc)}{code}")
+    return "\n".join(lines)
+
+
+def _explain_path(compiled, entry, cache) -> Explanation:
     graph = entry.pipeline.graph
     signature = ", ".join(f"{v.hint or '?'}: {v.type}" for v in entry.trace.graph.inputs)
     result = Explanation(compiled.__qualname__, signature, "compiled",
@@ -134,7 +161,8 @@ def kernel_info(node: Node) -> KernelInfo:
                       sum(v.type.nbytes for v in node.outputs), intermediates)
 
 
-def stage_text(entry, stage: str) -> str:
+def stage_text(tree, stage: str) -> str:
+    entry = primary(tree)
     if not isinstance(entry, CompiledEntry):
         if stage == "traced" and hasattr(entry, "graph"):
             return print_graph(entry.graph)

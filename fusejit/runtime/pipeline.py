@@ -10,11 +10,11 @@ from .program import lower
 log = logging.getLogger("fusejit.compile")
 
 
-def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE):
+def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
     """Returns (program, pipeline_run, {"compiled": n, "reused": n})."""
     run = run_pipeline(graph, pipeline, verify_each=config.strict())
     before = codegen.kernel_stats()
-    program = lower(run.graph, target)
+    program = lower(run.graph, target, guards)
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
     log.debug("%s: %d steps, %d kernels (%d new)", graph.name, len(program.steps),

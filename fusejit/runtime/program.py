@@ -21,6 +21,34 @@ class Step:
     node: Node
 
 
+class GuardFailed(Exception):
+    """A value the Python body branched on differs from the traced one: another path applies."""
+
+
+@dataclass(frozen=True)
+class GuardCheck:
+    slot: int
+    convert: str       # "bool" | "int" | "float" | "item" | "tolist" | "shape"
+    expected: object
+
+    def holds(self, value) -> bool:
+        observed = _convert(value, self.convert)
+        if isinstance(self.expected, float) and isinstance(observed, float):
+            return observed == self.expected or (observed != observed and
+                                                  self.expected != self.expected)
+        return observed == self.expected
+
+
+def _convert(value, how):
+    if how == "shape":
+        return tuple(value.shape)
+    if how == "tolist":
+        return value.tolist()
+    if how == "item":
+        return value.item()
+    return {"bool": bool, "int": int, "float": float}[how](value)
+
+
 @dataclass
 class Program:
     graph: Graph
@@ -30,19 +58,31 @@ class Program:
     n_slots: int
     outputs: tuple[int, ...]
     kernels: list = field(default_factory=list)
+    checks: dict = field(default_factory=dict)   # step index (-1: before any) -> [GuardCheck]
 
     def run(self, inputs) -> list:
         slots = [None] * self.n_slots
         slots[: self.n_inputs] = inputs
         for slot, value in self.constants.items():
             slots[slot] = value
-        for step in self.steps:
+        checks = self.checks
+        if -1 in checks:
+            _check(checks[-1], slots)
+        for index, step in enumerate(self.steps):
             results = step.fn(*[slots[i] for i in step.inputs])
             for slot, value in zip(step.outputs, results, strict=True):
                 slots[slot] = value
+            if index in checks:
+                _check(checks[index], slots)
             for slot in step.frees:
                 slots[slot] = None
         return [np.array(slots[i]) if i in self.constants else slots[i] for i in self.outputs]
+
+
+def _check(guards, slots) -> None:
+    for guard in guards:
+        if not guard.holds(slots[guard.slot]):
+            raise GuardFailed(guard)
 
 
 def host_call(node: Node):
@@ -56,7 +96,7 @@ def host_call(node: Node):
     return call
 
 
-def lower(graph: Graph, target: str = "cpu") -> Program:
+def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
     slot_of = {var: i for i, var in enumerate(graph.inputs)}
     constants: dict[int, np.ndarray] = {}
     count = [len(graph.inputs)]
@@ -78,7 +118,20 @@ def lower(graph: Graph, target: str = "cpu") -> Program:
                           tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
     steps = _attach_frees(raw_steps, set(outputs), len(graph.inputs), set(constants))
-    return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels)
+    checks = _place_checks(guards, outputs, raw_steps)
+    return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels,
+                   checks)
+
+
+def _place_checks(guards, outputs, raw_steps) -> dict[int, list[GuardCheck]]:
+    """Each guard runs right after the step that computes its value (early exit)."""
+    producer = {slot: i for i, (_, _, outs, _) in enumerate(raw_steps) for slot in outs}
+    checks: dict[int, list[GuardCheck]] = {}
+    for guard in guards:
+        slot = outputs[guard.output]
+        checks.setdefault(producer.get(slot, -1), []).append(
+            GuardCheck(slot, guard.convert, guard.expected))
+    return checks
 
 
 def _step_function(node: Node, target: str, kernels: list):

@@ -51,7 +51,7 @@ def test_duplicate_hints_are_renamed_and_locations_printed():
     out = Var(a.type)
     node = Node("add", (a, b), (out,), (), Loc("/src/model.py", 7, "f/g"))
     text = print_graph(Graph("f", (a, b), (node,), (out,)))
-    assert text.splitlines()[0] == "def f(x: f32[], %0: f32[]) -> (f32[]):"
+    assert text.splitlines()[0] == "def f(x: f32[], %0: f32[]) -> f32[]:"
     assert text.splitlines()[1].endswith("# model.py:7 (f/g)")
 
 
@@ -74,4 +74,4 @@ def test_fused_bodies_print_nested():
 
 def test_literal_outputs_print():
     g = Graph("f", (), (), (Lit(2.5, np.float32),))
-    assert print_graph(g) == "def f() -> (f32[]):\n  return 2.5:f32\n"
+    assert print_graph(g) == "def f() -> f32[]:\n  return 2.5:f32\n"

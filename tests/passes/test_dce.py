@@ -36,5 +36,5 @@ def test_dce_removes_dead_nodes():
     result = dce(g)
     assert result.changed and result.stats == {"removed": 1}
     assert print_graph(result.graph) == (
-        "def f(x: f32[3]) -> (f32[3]):\n  %0: f32[3] = exp x\n  return %0\n")
+        "def f(x: f32[3]) -> f32[3]:\n  %0: f32[3] = exp x\n  return %0\n")
     assert dce(result.graph).changed is False
