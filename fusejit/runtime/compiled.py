@@ -11,7 +11,8 @@ import types
 
 from .. import config
 from ..errors import FusejitError, UnsupportedError
-from ..tracer import trace
+from ..tracer import flatten, trace
+from .device import copy_into, host_copies, to_device
 from .entries import MISS, RETRACE, CompiledEntry, EagerEntry, TraceTree
 from .key import UntraceableInput, check_dtype, make_key
 from .pipeline import build_program
@@ -31,12 +32,18 @@ def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_trace
 
 
 def _resolve_target(target: str) -> str:
+    """``auto`` means CUDA only when a real GPU is usable; ``cuda`` without one is an error."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
-    if target == "cuda":
-        raise UnsupportedError("target='cuda': the CUDA backend is not built yet; "
-                               "use target='cpu' (or 'auto')")
-    return "cpu"
+    if target == "cpu":
+        return "cpu"
+    from . import gpu
+    if target == "auto":
+        return "cuda" if gpu.gpu_usable() else "cpu"
+    if not gpu.cuda_available():
+        raise UnsupportedError("target='cuda' needs a usable CUDA GPU (numba.cuda.is_available() "
+                               "is False here); use target='cpu' or 'auto'")
+    return "cuda"
 
 
 class CompiledFunction:
@@ -107,10 +114,13 @@ class CompiledFunction:
             if len(tree.paths) >= self.max_traces:
                 return self._too_many_paths(tree, fn, args, kwargs)
             started = time.perf_counter()
-            recorded = trace(fn, args, kwargs, name=self.__name__)
+            host_args, host_kwargs, on_device = host_copies(args, kwargs)
+            recorded = trace(fn, host_args, host_kwargs, name=self.__name__)
             self._stats["traces"] += 1
             self._add_path(tree, recorded)
             self._stats["compile_seconds"] += time.perf_counter() - started
+            if on_device:
+                return _back_to_device(recorded, (host_args, host_kwargs), leaves, on_device)
             return recorded.result
 
     def _too_many_paths(self, tree, fn, args, kwargs):
@@ -200,3 +210,12 @@ def _captures_changed(path, recorded) -> bool:
     old = [c.type for c in path.trace.captures]
     new = [c.type for c in recorded.captures]
     return len(old) == len(new) and old != new
+
+
+def _back_to_device(recorded, host_tree, leaves, on_device):
+    """The body ran on host copies of device arrays: replay its writes and return device data."""
+    host_leaves = flatten(host_tree)[0]
+    for mutation in recorded.mutations:
+        if mutation.target == "arg" and mutation.index in on_device:
+            copy_into(leaves[mutation.index], host_leaves[mutation.index])
+    return to_device(recorded.result)

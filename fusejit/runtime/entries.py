@@ -30,7 +30,7 @@ class CompiledEntry:
         for mutation in trace.mutations:
             target = leaves[mutation.index] if mutation.target == "arg" else \
                 captured[mutation.index]
-            np.copyto(target, values[mutation.output])
+            self.program.write_back(target, values[mutation.output])
         self.hits += 1
         return unflatten(trace.out_treedef,
                          [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves])
@@ -65,7 +65,9 @@ class TraceTree:
 
 
 def _as_array(leaf):
-    return leaf if type(leaf) is np.ndarray else np.asarray(leaf)
+    if type(leaf) is np.ndarray or hasattr(leaf, "__cuda_array_interface__"):
+        return leaf
+    return np.asarray(leaf)
 
 
 def _output(leaf, values, leaves, captured):

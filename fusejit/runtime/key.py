@@ -22,6 +22,8 @@ def leaf_signature(leaf):
         return _FLOAT
     if isinstance(leaf, np.generic):
         return (_GENERIC, leaf.dtype)
+    if hasattr(leaf, "__cuda_array_interface__"):
+        return (_ARRAY, tuple(leaf.shape), np.dtype(leaf.dtype), "device")
     if isinstance(leaf, np.ndarray):
         raise UntraceableInput(f"an ndarray subclass ({cls.__name__}) is not traced")
     try:
@@ -33,7 +35,7 @@ def leaf_signature(leaf):
 
 def check_dtype(signature) -> None:
     if isinstance(signature, tuple) and signature[0] in (_ARRAY, _GENERIC):
-        dtype = signature[-1]
+        dtype = signature[2] if signature[0] == _ARRAY else signature[1]
         if dtype not in SUPPORTED_DTYPES or not dtype.isnative:
             raise UntraceableInput(f"dtype {dtype} is not supported by the compiler")
 

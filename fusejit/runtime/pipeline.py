@@ -14,7 +14,11 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
     """Returns (program, pipeline_run, {"compiled": n, "reused": n})."""
     run = run_pipeline(graph, pipeline, verify_each=config.strict())
     before = codegen.kernel_stats()
-    program = lower(run.graph, target, guards)
+    if target == "cuda":
+        from .cuda import lower_cuda
+        program = lower_cuda(run.graph, guards)
+    else:
+        program = lower(run.graph, target, guards)
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
     log.debug("%s: %d steps, %d kernels (%d new)", graph.name, len(program.steps),

@@ -60,6 +60,11 @@ class Program:
     kernels: list = field(default_factory=list)
     checks: dict = field(default_factory=dict)   # step index (-1: before any) -> [GuardCheck]
 
+    @staticmethod
+    def write_back(target, value) -> None:
+        """Replay an in-place update of an argument or captured array."""
+        np.copyto(target, value)
+
     def run(self, inputs) -> list:
         slots = [None] * self.n_slots
         slots[: self.n_inputs] = inputs

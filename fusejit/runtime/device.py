@@ -1,0 +1,45 @@
+"""Device arrays (``__cuda_array_interface__``) at the edges of a call: the tracer runs on host
+copies; results go back to the device when the caller gave device arrays."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tracer import flatten, unflatten
+
+
+def is_device_array(value) -> bool:
+    return hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray)
+
+
+def to_host(value):
+    if hasattr(value, "copy_to_host"):
+        return value.copy_to_host()
+    import cupy  # a CuPy array: the only other producer we accept
+    return cupy.asnumpy(value)
+
+
+def host_copies(args, kwargs):
+    """(args, kwargs) with device arrays replaced by host copies, and which leaves they were."""
+    leaves, treedef = flatten((args, kwargs))
+    device = [i for i, leaf in enumerate(leaves) if is_device_array(leaf)]
+    if not device:
+        return args, kwargs, ()
+    host = [to_host(leaf) if i in device else leaf for i, leaf in enumerate(leaves)]
+    new_args, new_kwargs = unflatten(treedef, host)
+    return new_args, new_kwargs, tuple(device)
+
+
+def copy_into(target, value) -> None:
+    """Write ``value`` into an argument array, wherever it lives."""
+    if is_device_array(target):
+        target.copy_to_device(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
+                              else value)
+    else:
+        np.copyto(target, value)
+
+
+def to_device(tree):
+    from numba import cuda
+    leaves, treedef = flatten(tree)
+    return unflatten(treedef, [cuda.to_device(leaf) if isinstance(leaf, np.ndarray) else leaf
+                               for leaf in leaves])
