@@ -4,20 +4,20 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import logging
 import threading
 import time
 import types
 
 from .. import config
 from ..errors import FusejitError, UnsupportedError
+from ..logs import topic
 from ..tracer import flatten, trace
 from .device import copy_into, host_copies, to_device
 from .entries import MISS, RETRACE, CompiledEntry, EagerEntry, TraceTree
 from .key import UntraceableInput, check_dtype, make_key
 from .pipeline import build_program
 
-log = logging.getLogger("fusejit.runtime")
+log, trace_log = topic("runtime"), topic("trace")
 TARGETS = ("auto", "cpu", "cuda")
 
 
@@ -117,6 +117,9 @@ class CompiledFunction:
             host_args, host_kwargs, on_device = host_copies(args, kwargs)
             recorded = trace(fn, host_args, host_kwargs, name=self.__name__)
             self._stats["traces"] += 1
+            trace_log.debug("%s: traced %d ops in %.3f s (path %d of this signature)",
+                            self.__qualname__, len(recorded.graph.nodes),
+                            time.perf_counter() - started, len(tree.paths) + 1)
             self._add_path(tree, recorded)
             self._stats["compile_seconds"] += time.perf_counter() - started
             if on_device:

@@ -5,9 +5,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..logs import topic
 from ..tracer import Trace, unflatten
 from .program import GuardFailed, Program
 
+guard_log = topic("guards")
 RETRACE = object()  # a captured array changed shape or dtype: trace this signature again
 MISS = object()     # no compiled path's guards hold for this call
 
@@ -56,8 +58,9 @@ class TraceTree:
         for path in self.paths:
             try:
                 return path.run(leaves)
-            except GuardFailed:
+            except GuardFailed as failed:
                 self.guard_failures += 1
+                guard_log.debug("guard failed: %s", failed.args[0])
             except Exception:  # noqa: BLE001 -- re-running the body eagerly gives NumPy's answer
                 self.replay_errors += 1
                 return MISS

@@ -1,13 +1,12 @@
 """From a traced graph to a runnable Program: the pass pipeline, then lowering."""
 from __future__ import annotations
 
-import logging
-
 from .. import codegen, config
+from ..logs import topic
 from ..passes import DEFAULT_PIPELINE, run_pipeline
 from .program import lower
 
-log = logging.getLogger("fusejit.compile")
+log, fusion_log, cache_log = topic("compile"), topic("fusion"), topic("cache")
 
 
 def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
@@ -21,6 +20,11 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
         program = lower(run.graph, target, guards)
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
+    for refusal in run.stats.get("fuse", {}).get("refusals", ()):
+        fusion_log.debug("%s: not fused: %s at %s: %s", graph.name, refusal.op,
+                         refusal.loc.short() if refusal.loc else "?", refusal.reason)
+    cache_log.debug("%s: %d kernels generated, %d reused from this process", graph.name,
+                    counts["compiled"], counts["reused"])
     log.debug("%s: %d steps, %d kernels (%d new)", graph.name, len(program.steps),
               len(program.kernels), counts["compiled"])
     return program, run, counts

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, ops
+from .progress import Progress
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Program:
     outputs: tuple[int, ...]
     kernels: list = field(default_factory=list)
     checks: dict = field(default_factory=dict)   # step index (-1: before any) -> [GuardCheck]
+    compiled: bool = False                       # set after the first run compiled the kernels
 
     @staticmethod
     def write_back(target, value) -> None:
@@ -73,14 +75,20 @@ class Program:
         checks = self.checks
         if -1 in checks:
             _check(checks[-1], slots)
+        progress = None if self.compiled else Progress(len(self.steps), self.graph.name)
         for index, step in enumerate(self.steps):
             results = step.fn(*[slots[i] for i in step.inputs])
+            if progress is not None:
+                progress.step(getattr(step.fn, "name", ""))
             for slot, value in zip(step.outputs, results, strict=True):
                 slots[slot] = value
             if index in checks:
                 _check(checks[index], slots)
             for slot in step.frees:
                 slots[slot] = None
+        if progress is not None:
+            progress.close()
+            self.compiled = True
         return [np.array(slots[i]) if i in self.constants else slots[i] for i in self.outputs]
 
 

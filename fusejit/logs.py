@@ -1,0 +1,40 @@
+"""Diagnostics go through ``logging`` under the ``fusejit`` logger.
+
+``FUSEJIT_LOG=info`` or ``debug`` sets the level for everything; a comma list of topics
+(``FUSEJIT_LOG=fusion,guards,cache``) turns on debug output for just those: ``trace``,
+``fusion``, ``guards``, ``cache``, ``compile``, ``runtime``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+TOPICS = ("trace", "fusion", "guards", "cache", "compile", "runtime")
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+
+
+def configure(spec: str | None = None) -> None:
+    """Apply ``FUSEJIT_LOG`` (or ``spec``); without either, leave logging to the application."""
+    spec = os.environ.get("FUSEJIT_LOG", "") if spec is None else spec
+    words = [w.strip().lower() for w in spec.split(",") if w.strip()]
+    if not words:
+        return
+    root = logging.getLogger("fusejit")
+    if not any(getattr(h, "_fusejit", False) for h in root.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler._fusejit = True
+        root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    for word in words:
+        if word in LEVELS:
+            root.setLevel(LEVELS[word])
+        elif word in TOPICS:
+            logging.getLogger(f"fusejit.{word}").setLevel(logging.DEBUG)
+        else:
+            root.warning("FUSEJIT_LOG: unknown level or topic %r (topics: %s)", word,
+                         ", ".join(TOPICS))
+
+
+def topic(name: str) -> logging.Logger:
+    return logging.getLogger(f"fusejit.{name}")
