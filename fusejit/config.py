@@ -33,7 +33,26 @@ def version_tag() -> str:
 
 
 def cache_dir() -> Path:
-    """The versioned cache directory for this process, created private to the user."""
+    """The versioned cache directory for this process, created private to the user.
+
+    When it cannot be written (a read-only home, say), a private temporary directory serves
+    this process instead, with one warning: compiling still works, it just is not kept."""
     path = cache_root() / version_tag()
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    return _fallback_dir(str(path))
+
+
+@functools.cache
+def _fallback_dir(wanted: str) -> Path:
+    import logging
+    import tempfile
+    path = Path(tempfile.mkdtemp(prefix="fusejit-cache-"))
+    logging.getLogger("fusejit.cache").warning(
+        "cache directory %s is not writable; compiling into %s for this process only",
+        wanted, path)
     return path

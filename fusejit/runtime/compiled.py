@@ -105,6 +105,11 @@ class CompiledFunction:
     def _trace_and_compile(self, fn, key, leaves, args, kwargs):
         with self._lock:
             tree = self._entries.setdefault(key, TraceTree())
+            if tree.paths and leaves is not None:  # another thread got here first
+                result = tree.run(leaves)
+                if result is not MISS and result is not RETRACE:
+                    self._stats["hits"] += 1
+                    return result
             try:
                 for signature in key[1]:
                     check_dtype(signature)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .. import codegen, config
 from ..logs import topic
-from ..passes import DEFAULT_PIPELINE, run_pipeline
+from ..passes import DEFAULT_PIPELINE, PipelineRun, run_pipeline
+from . import program_cache
 from .program import lower
 
 log, fusion_log, cache_log = topic("compile"), topic("fusion"), topic("cache")
@@ -11,7 +12,7 @@ log, fusion_log, cache_log = topic("compile"), topic("fusion"), topic("cache")
 
 def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
     """Returns (program, pipeline_run, {"compiled": n, "reused": n})."""
-    run = run_pipeline(graph, pipeline, verify_each=config.strict())
+    run = _optimize(graph, target, pipeline)
     before = codegen.kernel_stats()
     if target == "cuda":
         from .cuda import lower_cuda
@@ -28,3 +29,15 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
     log.debug("%s: %d steps, %d kernels (%d new)", graph.name, len(program.steps),
               len(program.kernels), counts["compiled"])
     return program, run, counts
+
+
+def _optimize(graph, target, pipeline) -> PipelineRun:
+    """Run the passes, or take their result from the disk cache."""
+    key = program_cache.fingerprint(graph, target, pipeline)
+    cached = program_cache.load(key)
+    if cached is not None and len(cached[0].inputs) == len(graph.inputs):
+        cache_log.debug("%s: optimized program loaded from the disk cache", graph.name)
+        return PipelineRun(cached[0], dict(cached[1], loaded_from_disk=True))
+    run = run_pipeline(graph, pipeline, verify_each=config.strict())
+    program_cache.store(key, (run.graph, run.stats))
+    return run

@@ -1,0 +1,109 @@
+"""The optimized program of each traced graph, kept on disk so a new process skips the passes.
+
+Entries are named by a fingerprint of the traced graph (its printed IR, the target, the pass
+pipeline and every version in ``config.version_tag``). Each file holds a SHA-256 of its payload
+and the fingerprint it was written for: a truncated, corrupt or foreign file is deleted with a
+warning and rebuilt, never used. Writes are atomic (write, then rename), so concurrent
+processes sharing the directory never read half an entry.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from .. import config
+from ..ir import print_graph
+from ..logs import topic
+
+log = topic("cache")
+DEFAULT_MAX_MB = 2048
+
+
+def fingerprint(graph, target, pipeline) -> str:
+    text = "\n".join([config.version_tag(), target, ",".join(pipeline), print_graph(graph),
+                      _attrs_text(graph)])
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def _attrs_text(graph) -> str:
+    """Attributes the printer abbreviates (host callables) still belong in the fingerprint."""
+    return repr([sorted((k, repr(v)) for k, v in node.attrs) for node in graph.nodes])
+
+
+def _path(key: str) -> Path:
+    return config.cache_dir() / "programs" / f"{key}.pkl"
+
+
+def load(key: str):
+    """The cached (graph, stats) for ``key``, or None."""
+    path = _path(key)
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    digest, _, payload = blob.partition(b"\n")
+    try:
+        if hashlib.sha256(payload).hexdigest().encode() != digest:
+            raise ValueError("content hash mismatch")
+        stored_key, value = pickle.loads(payload)
+        if stored_key != key:
+            raise ValueError(f"entry written for {stored_key}")
+    except Exception as exc:  # noqa: BLE001 -- any damage means: rebuild
+        log.warning("ignoring damaged program cache entry %s (%s); rebuilding", path.name, exc)
+        _remove(path)
+        return None
+    os.utime(path)  # least-recently-used eviction reads modification times
+    return value
+
+
+def store(key: str, value) -> None:
+    try:
+        payload = pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 -- an unpicklable attribute: keep it in memory
+        log.debug("program %s not cached on disk: %s", key, exc)
+        return
+    blob = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    try:
+        atomic_write(_path(key), blob)
+        evict(config.cache_dir(), max_bytes())
+    except OSError as exc:
+        log.warning("cannot write the program cache (%s); continuing in memory", exc)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(Path(tmp))
+        raise
+
+
+def max_bytes() -> int:
+    return int(float(os.environ.get("FUSEJIT_CACHE_MAX_MB", DEFAULT_MAX_MB)) * 2**20)
+
+
+def evict(root: Path, limit: int) -> int:
+    """Delete least-recently-used files until the directory fits in ``limit`` bytes."""
+    files = [(p.stat().st_mtime, p.stat().st_size, p) for p in root.rglob("*")
+             if p.is_file() and not p.name.startswith(".tmp-")]
+    total, removed = sum(size for _, size, _ in files), 0
+    for _, size, path in sorted(files, key=lambda entry: entry[0]):
+        if total <= limit:
+            break
+        _remove(path)
+        total, removed = total - size, removed + 1
+    return removed
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
