@@ -8,6 +8,7 @@ processes sharing the directory never read half an entry.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -103,7 +104,5 @@ def evict(root: Path, limit: int) -> int:
 
 
 def _remove(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         path.unlink()
-    except OSError:
-        pass
