@@ -27,9 +27,18 @@ def version_tag() -> str:
     import numpy
 
     from . import __version__
-    parts = (f"fj{__version__}", f"nb{numba.__version__}", f"ll{llvmlite.__version__}",
-             f"np{numpy.__version__}", platform.machine())
+    parts = (f"fj{__version__}+{_source_hash()}", f"nb{numba.__version__}",
+             f"ll{llvmlite.__version__}", f"np{numpy.__version__}", platform.machine())
     return "-".join(parts)
+
+
+def _source_hash() -> str:
+    """Entries made by other fusejit code (an upgrade, a local edit) are never reused."""
+    import hashlib
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
 
 
 def cache_dir() -> Path:
