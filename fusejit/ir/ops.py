@@ -197,6 +197,28 @@ register(OpDef("repeat", INJECTIVE, lambda x, repeats, axis: np.repeat(x, repeat
 register(OpDef("split", VIEW, _split))
 register(OpDef("matmul", MATMUL, np.matmul, 2))
 
+def _host_impl(*arrays, fn, name, spec, nout):
+    """An opaque NumPy call (``host np.linalg.solve a, b``): ``spec`` is the call's
+    ``(args, kwargs)`` template whose ``("__operand__", k)`` placeholders are ``arrays[k]``."""
+    def fill(item):
+        if isinstance(item, tuple) and len(item) == 2 and item[0] == "__operand__":
+            return arrays[item[1]]
+        if isinstance(item, tuple) and item[:1] == ("__slice__",):
+            return slice(*item[1:])
+        if isinstance(item, tuple) and item[:1] in (("__list__",), ("__tuple__",)):
+            seq = [fill(x) for x in item[1:]]
+            return seq if item[0] == "__list__" else tuple(seq)
+        if isinstance(item, tuple) and item[:1] == ("__dict__",):
+            return {k: fill(v) for k, v in item[1:]}
+        return item
+    args, kwargs = fill(spec[0]), fill(spec[1])
+    result = fn(*args, **kwargs)
+    results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    return tuple(np.asarray(r) for r in results)
+
+
+register(OpDef("host", OPAQUE, _host_impl, None))
+
 REDUCE_OPS = ("sum", "prod", "reduce_max", "reduce_min", "any", "all", "argmax", "argmin")
 
 

@@ -9,7 +9,9 @@ import numpy as np
 from ..ir import Graph, TensorType, Var
 from .captures import Capture, Roots
 from .context import Fallback, Recorder, active, sanitize, set_active
+from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
+from .side_effects import AttrWrite, snapshot
 from .tracer import Tracer
 
 
@@ -18,8 +20,9 @@ class OutputLeaf:
     kind: str              # "value" | "arg" | "capture" | "const"
     index: int = 0
     scalar: bool = False
-    pyfloat: bool = False
+    pyfloat: bool = False  # the runtime returns float(v): a Python float left the body
     const: object = None
+    pyint: bool = False    # the runtime returns int(v)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class Trace:
     mutations: tuple[Mutation, ...]
     fallback: Fallback | None
     notes: tuple[str, ...]
+    guards: tuple[Guard, ...] = ()          # checked on replay; a mismatch: path not taken
+    attr_writes: tuple[AttrWrite, ...] = ()  # attribute rebindings replayed after each call
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -98,6 +103,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     proxy_args, proxy_kwargs = unflatten(treedef, [proxies.get(i, leaf)
                                                    for i, leaf in enumerate(leaves)])
     random_before = _random_state_token()
+    before = snapshot(leaves, fn)
     set_active(recorder)
     try:
         result = fn(*proxy_args, **proxy_kwargs)
@@ -105,7 +111,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
         set_active(None)
     _note_random(recorder, random_before)
     from .outputs import finish
-    return finish(recorder, result, proxies, arg_leaves)
+    return finish(recorder, result, proxies, arg_leaves, before)
 
 
 def _make_proxies(recorder, leaves, hints):

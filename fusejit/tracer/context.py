@@ -63,6 +63,7 @@ class Recorder:
     raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
     fallback: Fallback | None = None
     notes: list = field(default_factory=list)
+    guards: list = field(default_factory=list)    # GuardRecord, in recording order
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -73,6 +74,13 @@ class Recorder:
         outs = tuple(Var(TensorType(t.shape, t.dtype, weak)) for t in types)
         self.nodes.append(Node(op, inputs, outs, attrs, current_loc()))
         return outs[0] if len(outs) == 1 and op != "split" else outs
+
+    def emit_typed(self, op: str, inputs, attrs, types) -> tuple:
+        """Append a node whose output types are known (host ops: from NumPy's own result)."""
+        outs = tuple(Var(t) for t in types)
+        attrs = tuple(sorted(dict(attrs).items()))
+        self.nodes.append(Node(op, tuple(inputs), outs, attrs, current_loc()))
+        return outs
 
     def cast(self, value, dtype):
         dtype = np.dtype(dtype)
@@ -96,7 +104,10 @@ class Recorder:
     # -- operands ----------------------------------------------------------------------------
     def operand(self, x, dtype=None):
         """The IR value for an operand: a Tracer's Var, a raw array's capture, or a Lit."""
+        from .scalars import TracedFloat
         from .tracer import Tracer
+        if isinstance(x, TracedFloat) and x.live():
+            x = x.tracer
         if isinstance(x, Tracer):
             value = x.ir_var
         elif isinstance(x, np.ndarray):
@@ -123,8 +134,10 @@ class Recorder:
         if entry is not None and entry[0] is array:
             return entry[1]
         if type(array) is not np.ndarray:
-            raise UnsupportedError(f"ndarray subclass {type(array).__name__} is not supported "
-                                   f"(at {current_loc()})")
+            raise EagerFallback(f"ndarray subclass {type(array).__name__} used in the body")
+        if array.dtype.kind in "OV" or array.dtype.fields is not None:
+            raise EagerFallback(f"array of dtype {array.dtype} (object or structured) used "
+                                f"in the body")
         return self._capture(array)
 
     def _capture(self, array: np.ndarray) -> Var:
@@ -172,9 +185,12 @@ class Recorder:
 
 def unwrap(x):
     """Replace Tracers by their concrete values inside (nested) lists, tuples and dicts."""
+    from .scalars import TracedFloat
     from .tracer import Tracer
     if isinstance(x, Tracer):
         return x.value
+    if isinstance(x, TracedFloat):
+        return float.__float__(x)
     if type(x) in (list, tuple):
         return type(x)(unwrap(v) for v in x)
     if type(x) is dict:
@@ -203,6 +219,8 @@ def surface(compute, record, args, kwargs):
             _register_raw(recorder, tuple(kwargs.values()))
         except UnsupportedError:
             raise
+        except EagerFallback as exc:
+            recorder.set_fallback(exc.reason, exc.loc)
         except Exception as exc:  # noqa: BLE001 - reported as an internal error
             recorder.internal(f"{type(exc).__name__}: {exc}")
     concrete = compute(*unwrap(args), **unwrap(kwargs))
@@ -225,11 +243,12 @@ def surface(compute, record, args, kwargs):
 
 
 def _mentions_tracer(args, kwargs) -> bool:
+    from .scalars import TracedFloat
     from .tracer import Tracer
     stack = list(args) + list(kwargs.values())
     while stack:
         x = stack.pop()
-        if isinstance(x, Tracer):
+        if isinstance(x, Tracer) or (isinstance(x, TracedFloat) and x.live()):
             return True
         if type(x) in (list, tuple):
             stack.extend(x)

@@ -198,8 +198,9 @@ def _repeat(rec, concrete, a, repeats, axis=None):
 
 @implements(np.where)
 def _where(rec, concrete, condition, *xy):
-    if not xy:
-        raise EagerFallback("np.where(condition) has a data-dependent shape")
+    if not xy:  # np.nonzero: data-dependent shape, a host op with shape guards
+        from .host import record_host
+        return record_host(rec, concrete, np.where, "np.where", (condition,), {}, True)
     cond = rec.operand(condition, np.bool_)
     x, y = (rec.operand(v, concrete.dtype) for v in xy)
     if all(isinstance(v, Lit) for v in (cond, x, y)):

@@ -5,7 +5,6 @@ import operator
 
 import numpy as np
 
-from ..errors import EagerFallback
 from ..ir import Lit, indexing
 from .context import surface
 from .tracer import Tracer, ViewLink, mark_written, wrap
@@ -21,12 +20,13 @@ def _has_traced_mask(key) -> bool:
 
 
 def getitem(tracer, key):
+    if _has_traced_mask(key):  # data-dependent shape: a host op with a shape guard
+        from .host import host_call
+        return host_call(operator.getitem, "getitem", (tracer, key), {}, data_dependent=True)
     return surface(operator.getitem, _record_getitem, (tracer, key), {})
 
 
 def _record_getitem(rec, concrete, tracer, key):
-    if _has_traced_mask(key):
-        raise EagerFallback("boolean mask indexing with a traced mask (data-dependent shape)")
     index_key, operands = encode_index(rec, key)
     base = rec.operand(tracer)
     if indexing.is_basic(index_key):

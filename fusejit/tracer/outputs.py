@@ -1,46 +1,88 @@
 """Closing a trace: output leaves, mutations of arguments and captures, the final Graph."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..ir import Graph
 from .api import Mutation, OutputLeaf, Trace
 from .captures import Capture
 from .context import unwrap
+from .guards import Guard
 from .pytree import flatten, unflatten
+from .scalars import TracedFloat
+from .side_effects import detect
 from .tracer import Tracer
 
 
-def finish(recorder, result, proxies: dict, arg_leaves: tuple) -> Trace:
+def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trace:
     out_leaves_raw, out_treedef = flatten(result)
     concrete = unflatten(out_treedef, [unwrap(leaf) for leaf in out_leaves_raw])
     _check_constants(recorder)
     outputs: list = []
+    pending = detect(recorder, snaps)
+    attr_writes: tuple = ()
     out_leaves: tuple = ()
     mutations: tuple = ()
+    guards: tuple = ()
     if recorder.fallback is None:
-        out_leaves = tuple(_output_leaf(recorder, leaf, proxies, outputs)
+        returned = _returned_floats(recorder)
+        out_leaves = tuple(_output_leaf(recorder, leaf, proxies, outputs, returned)
                            for leaf in out_leaves_raw)
         mutations = tuple(_mutations(recorder, proxies, outputs))
+        attr_writes = tuple(replace(w, outputs=tuple(
+            _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
+        guards = _guards(recorder, outputs, returned)
     captures = tuple(Capture(c.description, c.var.type, c.source, c.steps)
                      for c in recorder.captures)
     inputs = list(recorder.inputs) + [c.var for c in recorder.captures]
     graph = Graph(recorder.name, inputs, recorder.nodes, outputs)
     return Trace(graph, concrete, arg_leaves, captures, out_treedef, out_leaves, mutations,
-                 recorder.fallback, tuple(recorder.notes))
+                 recorder.fallback, tuple(recorder.notes), guards, attr_writes)
 
 
-def _output_leaf(recorder, leaf, proxies, outputs) -> OutputLeaf:
+def _value_output(recorder, var, outputs) -> int:
+    """The graph output index of ``var``: reused when it already is one; inputs are copied."""
+    for index, value in enumerate(outputs):
+        if value is var:
+            return index
+    if var in recorder.inputs or any(var is c.var for c in recorder.captures):
+        var = recorder.emit("copy", [var])  # NumPy returned a new array, not the input
+    outputs.append(var)
+    return len(outputs) - 1
+
+
+def _returned_floats(recorder) -> dict:
+    """id(float object) -> its guard record, for ``return float(t)``."""
+    return {id(g.returned): g for g in recorder.guards if g.returned is not None}
+
+
+def _guards(recorder, outputs, returned) -> tuple:
+    result = []
+    for record in recorder.guards:
+        if record.returned is not None and id(record.returned) not in returned:
+            continue  # the float itself is returned: an output, not a branch
+        index = _value_output(recorder, record.var, outputs)
+        result.append(Guard(index, record.convert, record.expected, record.loc))
+    return tuple(result)
+
+
+def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
+    if isinstance(leaf, TracedFloat) and getattr(leaf, "tracer", None) is not None \
+            and leaf.tracer.recorder is recorder:
+        leaf = leaf.tracer
+    elif type(leaf) is float and id(leaf) in returned and returned[id(leaf)].returned is leaf:
+        index = _value_output(recorder, returned.pop(id(leaf)).var, outputs)
+        return OutputLeaf("value", index, pyfloat=True)
     if isinstance(leaf, Tracer):
         for index, proxy in proxies.items():
             if proxy is leaf:
                 return OutputLeaf("arg", index)
-        var = leaf.ir_var
-        if var in recorder.inputs or any(var is c.var for c in recorder.captures):
-            var = recorder.emit("copy", [var])  # NumPy returned a new array, not the input
-        outputs.append(var)
-        return OutputLeaf("value", len(outputs) - 1, scalar=isinstance(leaf.value, np.generic),
-                          pyfloat=type(leaf.value) is float)
+        index = _value_output(recorder, leaf.ir_var, outputs)
+        value = leaf.value
+        return OutputLeaf("value", index, scalar=isinstance(value, np.generic),
+                          pyfloat=type(value) is float, pyint=type(value) is int)
     if type(leaf) is np.ndarray:
         entry = recorder.raw.get(id(leaf))
         if entry is not None and entry[0] is leaf and entry[2] is not None:

@@ -40,7 +40,8 @@ def handle_function(func, args, kwargs):
         return func(*unwrap(args), **unwrap(kwargs))
     record = FUNCTIONS.get(func)
     if record is None:
-        raise unsupported(function_label(func))
+        from .host import host_call
+        return host_call(func, function_label(func), args, kwargs)
     return surface(func, record, args, kwargs)
 
 

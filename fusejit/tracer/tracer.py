@@ -2,8 +2,9 @@
 
 NumPy routes every ufunc call on a proxy to ``__array_ufunc__`` (NEP 13) and every array
 function to ``__array_function__`` (NEP 18); operators and methods forward to those. Anything
-that would turn a traced value into a Python value or a raw array marks the trace as an eager
-fallback and returns the concrete value, so the user's call still gets NumPy's own result.
+that turns a traced value into a Python value records a guard (``guards.py``); turning it into a
+raw array marks the trace as an eager fallback. Either way the user's call gets NumPy's own
+result.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import EagerFallback
+from . import guards
 from .context import active
 
 
@@ -63,39 +65,40 @@ class Tracer:
         from .registry import handle_function
         return handle_function(func, args, kwargs)
 
-    # -- conversions that would bake a value --------------------------------------------------
-    def _bake(self, what: str):
+    # -- conversions to Python values: guards (see guards.py) -------------------------------
+    def __array__(self, dtype=None, copy=None):
         recorder = active()
         if recorder is not None:
-            recorder.set_fallback(f"{what} of a traced value")
-        return self.value
-
-    def __array__(self, dtype=None, copy=None):
-        value = np.asarray(self._bake("conversion to a NumPy array (__array__)"))
+            recorder.set_fallback("conversion to a NumPy array (__array__) of a traced value")
+        value = np.asarray(self.value)
         return value if dtype is None else value.astype(dtype)
 
     def __bool__(self):
-        return bool(self._bake("bool()"))
+        return guards.to_bool(self)
 
     def __float__(self):
-        return float(self._bake("float()"))
+        return guards.to_float(self)
 
     def __int__(self):
-        return int(self._bake("int()"))
+        return guards.to_int(self)
 
     def __index__(self):
-        return self._bake("use as an index (__index__)").__index__()
+        return guards.to_index(self)
 
     def __complex__(self):
-        return complex(self._bake("complex()"))
+        value = complex(self.value)
+        if active() is self.recorder:
+            guards.add_guard(self.recorder, self.ir_var, "item", value)
+        return value
+
+    def __format__(self, spec):
+        return format(self.value, spec)
 
     def item(self, *args):
-        value = self._bake(".item()")
-        return value.item(*args) if hasattr(value, "item") else value
+        return guards.to_item(self, *args)
 
     def tolist(self):
-        value = self._bake(".tolist()")
-        return value.tolist() if hasattr(value, "tolist") else value
+        return guards.to_list(self)
 
     # -- static attributes --------------------------------------------------------------------
     shape = property(lambda self: np.shape(self.value))

@@ -52,15 +52,24 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
             raise _unsupported(f"{ufunc_label(ufunc)}.reduce with out=")
         kwargs.pop("out", None)
         return REDUCE_METHODS[ufunc](*inputs, **kwargs)
-    if method != "__call__" or ufunc not in UFUNC_OPS:
-        suffix = "" if method == "__call__" else f".{method}"
-        raise _unsupported(ufunc_label(ufunc) + suffix)
     unknown = set(kwargs) - {"out", "casting"}
-    if unknown:
-        raise _unsupported(f"{ufunc_label(ufunc)} with {'/'.join(sorted(unknown))}=")
+    if method != "__call__" or ufunc not in UFUNC_OPS or unknown:
+        return _host_ufunc(ufunc, method, inputs, kwargs)
     out = kwargs.get("out")
     record = lambda rec, concrete, *xs, **kw: record_ufunc(rec, concrete, ufunc, xs, out)
     return surface(ufunc, record, inputs, kwargs)
+
+
+def _host_ufunc(ufunc, method, inputs, kwargs):
+    """An unmapped ufunc or method (``np.add.accumulate``, ``where=``): a host op."""
+    from .host import host_call
+    if kwargs.get("out") is not None or "where" in kwargs:
+        suffix = "" if method == "__call__" else f".{method}"
+        raise _unsupported(f"{ufunc_label(ufunc)}{suffix} with out= or where=")
+    kwargs.pop("out", None)
+    fn = ufunc if method == "__call__" else getattr(ufunc, method)
+    name = ufunc_label(ufunc) + ("" if method == "__call__" else f".{method}")
+    return host_call(fn, name, inputs, kwargs)
 
 
 def dtype_spec(x):
@@ -71,8 +80,8 @@ def dtype_spec(x):
         return x.dtype
     if isinstance(x, bool):
         return np.dtype(bool)
-    if isinstance(x, (int, float, complex)):
-        return type(x)
+    if isinstance(x, (int, float, complex)):  # TracedFloat included: a weak Python float
+        return next(t for t in (int, float, complex) if isinstance(x, t))
     return np.asarray(x).dtype
 
 

@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 
-import fusejit
 from fusejit.ir import interpret, print_graph, verify
 from fusejit.tracer import flatten, is_traced_leaf, trace, unflatten
 
@@ -131,21 +130,18 @@ def test_body_constant_is_held_not_baked():
     assert tr.captures[0].description.startswith("constant used at test_semantics.py")
 
 
-@pytest.mark.parametrize("fn, reason", [
-    (lambda x: float(x.sum()), "float()"), (lambda x: x if x.sum() > 0 else -x, "bool()"),
-    (lambda x: x.max().item(), ".item()"), (lambda x: np.asarray(x), "__array__"),
-    (lambda x: x[x > 0], "boolean mask"),
-])
-def test_baking_falls_back_with_eager_result(fn, reason):
+def test_array_conversion_falls_back_with_eager_result():
+    fn = lambda x: np.asarray(x) + 1  # noqa: E731
     tr = trace(fn, (X,), {})
-    assert tr.fallback is not None and reason in tr.fallback.reason
+    assert tr.fallback is not None and "__array__" in tr.fallback.reason
     assert tr.fallback.loc.file.endswith("test_semantics.py")
     np.testing.assert_array_equal(np.asarray(tr.result), np.asarray(fn(X)))
 
 
-def test_unsupported_names_call_and_line():
-    with pytest.raises(fusejit.UnsupportedError, match=r"np\.linalg\.solve .*test_semantics"):
-        trace(lambda a: np.linalg.solve(a, a[0]), (X[:4, :4],), {})
+def test_unmapped_function_is_a_host_op():
+    tr = trace(lambda a: np.linalg.solve(a, a[0]), (X[:4, :4],), {})
+    assert tr.fallback is None and tr.graph.nodes[-1].op == "host"
+    assert tr.graph.nodes[-1].attr["name"] == "np.linalg.solve"
 
 
 def test_random_note():

@@ -90,3 +90,10 @@ def test_ufunc_where_kwarg_unsupported():
     from fusejit.tracer import trace
     with pytest.raises(fusejit.UnsupportedError, match="where"):
         trace(lambda x: np.add(x, 1, where=x > 0), (F32,), {})
+
+
+def test_ufunc_method_is_a_host_op():
+    from fusejit.tracer import trace
+    tr = trace(lambda x: np.add.accumulate(x * 2) + 1, (F32,), {})
+    assert [n.op for n in tr.graph.nodes] == ["mul", "host", "add"]
+    assert tr.graph.nodes[1].attr["name"] == "np.add.accumulate"

@@ -1,0 +1,183 @@
+"""Guards, and Python scalars that remember where they came from.
+
+A *guard* records a traced value that Python turned into a concrete Python value while
+recording (``if x.sum() > 0``, ``while err > tol``, ``int(i)`` used as an index): the replay
+evaluates the same conversion on the computed value and compares it with ``expected``; a
+mismatch means the recorded path does not apply to this call.
+
+Decisions (each pinned by a test in ``tests/tracer/test_guards.py``):
+
+- ``bool(t)`` guards at once: ``bool`` cannot be subclassed, and only branches call it.
+- ``float(t)`` must return an exact ``float`` (CPython converts a subclass returned by
+  ``__float__``), so it guards, except when the caller's next bytecode instruction returns the
+  value or formats it in an f-string: a returned float becomes a ``pyfloat`` output (the guard is
+  dropped when that very object is in the result, else kept), a formatted one records nothing.
+- ``t.item()`` of a float array returns a :class:`TracedFloat` (``scalars.py``): a ``float``
+  subclass holding a weak-f64 proxy of its value. Returning it, storing it in the result,
+  formatting it (f-strings, ``%``, ``str``, ``print``, logging) records no guard. Arithmetic with
+  Python numbers keeps tracing (Python-float semantics as weak f64 nodes); mixed with arrays it
+  goes through NumPy (``__array_ufunc__``) with NEP 50 weak-scalar promotion. A comparison
+  records the comparison node and guards its bool; ``bool()``, ``hash()``, ``round()``,
+  ``math.floor``, ``int()`` and ``float()`` of it guard the value.
+- ``int(t)``, ``__index__`` and ``.item()`` of integer, bool or complex arrays, and ``.tolist()``
+  guard at once and return plain Python values. Ints are not given provenance on purpose: an
+  ``int`` subclass is read directly by C code that takes sizes (``np.zeros(n)``,
+  ``np.arange(n)``), which would freeze a data-dependent *shape* without any guard. So
+  ``OutputLeaf.pyint`` marks only weak integer results that are still traced values.
+- More than ``MAX_GUARDS`` guards in one trace turn the trace into an eager fallback: a long loop
+  that branches on data every step would otherwise record one guard per step.
+
+Limits: C code that reads a float subclass directly (``math.exp``, ``np.asarray``, ``np.array``
+of a list, ``np.full``, ``np.float64(...)``) sees a plain float: such a result is frozen.
+"""
+from __future__ import annotations
+
+import dis
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EagerFallback
+from ..ir import Loc
+from .context import active
+from .loc import current_loc, user_frames
+
+MAX_GUARDS = 32
+_INT64 = np.iinfo(np.int64)
+
+
+@dataclass(frozen=True)
+class Guard:
+    output: int        # index into graph.outputs of the traced value the guard reads
+    convert: str       # "bool" | "int" | "float" | "item" | "tolist" | "shape"
+    expected: object   # the Python value observed while tracing (for "shape": the shape tuple)
+    loc: Loc | None    # user source line; loc.code has the line's text
+
+
+@dataclass(frozen=True)
+class GuardRecord:
+    """A guard while tracing: the Var it reads (an output index is assigned at the end).
+
+    ``returned`` holds the float object ``float(t)`` gave when the caller's next instruction
+    returns it: the guard is dropped if that object is in the result (it becomes an output)."""
+
+    var: object
+    convert: str
+    expected: object
+    loc: Loc | None
+    returned: object = None
+
+
+def add_guard(recorder, var, convert: str, expected) -> None:
+    if recorder is None or recorder.fallback is not None:
+        return
+    recorder.guards.append(GuardRecord(var, convert, expected, current_loc()))
+    _check_count(recorder)
+
+
+def _check_count(recorder) -> None:
+    if len(recorder.guards) > MAX_GUARDS:
+        recorder.set_fallback(f"too many data-dependent branches ({len(recorder.guards)} "
+                              f"guards, limit {MAX_GUARDS}): the body branches on traced "
+                              f"values in a loop")
+
+
+def _live(tracer) -> bool:
+    """Recording this tracer's trace (not after it ended, nor after a fallback)."""
+    return active() is tracer.recorder and tracer.recorder.fallback is None
+
+
+# -- conversions on Tracer ---------------------------------------------------------------------
+def to_bool(tracer) -> bool:
+    value = bool(tracer.value)
+    if _live(tracer):
+        add_guard(tracer.recorder, tracer.ir_var, "bool", value)
+    return value
+
+
+def _scalar_var(tracer, dtype):
+    """The tracer's single element as a 0-d weak value of ``dtype``."""
+    rec, var = tracer.recorder, tracer.ir_var
+    if var.type.shape != ():
+        var = rec.emit("reshape", [var], {"shape": ()})
+    if var.type.dtype != dtype or not var.type.weak:
+        var = rec.emit("cast", [var], {"dtype": np.dtype(dtype)}, weak=True)
+    return var
+
+
+def _next_use() -> str:
+    """What the innermost user frame does with the value being computed: "return",
+    "format" or "other" (read from its bytecode after the current call)."""
+    frames = user_frames(2)
+    if not frames:
+        return "other"
+    frame = frames[0]
+    after = [i.opname for i in dis.get_instructions(frame.f_code) if i.offset > frame.f_lasti]
+    if after[:1] == ["RETURN_VALUE"]:
+        return "return"
+    if after[:1] == ["FORMAT_VALUE"] or after[:2] == ["LOAD_CONST", "FORMAT_VALUE"]:
+        return "format"
+    return "other"
+
+
+def python_float(recorder, var, value: float) -> float:
+    """``float(t)``: CPython turns a float subclass returned by ``__float__`` into a plain float,
+    so provenance cannot ride on the object. A value that goes straight into ``return`` or an
+    f-string field needs no guard; anything else (a branch, math, storage) is guarded."""
+    value = float(value)
+    if recorder is None or active() is not recorder or recorder.fallback is not None:
+        return value
+    use = _next_use()
+    if use == "format":
+        return value
+    returned = value if use == "return" else None
+    recorder.guards.append(GuardRecord(var, "float", value, current_loc(), returned))
+    _check_count(recorder)
+    return value
+
+
+def to_float(tracer) -> float:
+    if not _live(tracer) or np.dtype(tracer.dtype).kind == "c":
+        value = float(tracer.value)
+        if _live(tracer):
+            add_guard(tracer.recorder, tracer.ir_var, "float", value)
+        return value
+    return python_float(tracer.recorder, _scalar_var(tracer, np.float64), tracer.value)
+
+
+def to_int(tracer) -> int:
+    value = int(tracer.value)
+    if _live(tracer):
+        add_guard(tracer.recorder, tracer.ir_var, "int", value)
+    return value
+
+
+def to_index(tracer) -> int:
+    value = operator.index(tracer.value)
+    if _live(tracer):
+        add_guard(tracer.recorder, tracer.ir_var, "int", value)
+    return value
+
+
+def to_item(tracer, *args):
+    value = tracer.value
+    item = value.item(*args) if hasattr(value, "item") else value
+    if not _live(tracer):
+        return item
+    if not args and type(item) is float:
+        from .scalars import TracedFloat
+        return TracedFloat.make(item, tracer.recorder, _scalar_var(tracer, np.float64))
+    if args:
+        raise EagerFallback(".item() with an index on a traced value")
+    add_guard(tracer.recorder, tracer.ir_var, "item", item)
+    return item
+
+
+def to_list(tracer):
+    value = tracer.value
+    result = value.tolist() if hasattr(value, "tolist") else value
+    if _live(tracer):
+        add_guard(tracer.recorder, tracer.ir_var, "tolist", result)
+    return result
+

@@ -1,0 +1,105 @@
+"""Host ops: NumPy calls the compiler does not map run as opaque ``host`` nodes at run time.
+
+The call is recorded as it was made: ``fn`` (the NumPy callable), ``name`` (its dotted name for
+the printer), ``spec`` (a hashable template of ``(args, kwargs)`` in which each array operand is
+a ``("__operand__", k)`` placeholder for the node's k-th input; lists, tuples, dicts and slices
+are tagged) and ``nout``. Output types come from NumPy's own result. Outputs whose shape depends
+on the data (``np.nonzero``, ``np.unique``, ``x[mask]``, one-argument ``np.where``) each get a
+``shape`` guard, so a replay whose shape differs takes another path.
+
+Calls that cannot be replayed (file I/O, random numbers, results that are not arrays) are eager
+fallbacks with the reason.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EagerFallback
+from ..ir import TensorType
+from .context import surface
+from .guards import add_guard
+from .tracer import Tracer, wrap
+
+DENYLIST_MODULES = ("numpy.random", "numpy.lib.npyio", "numpy.lib._npyio_impl", "numpy.testing")
+DENYLIST = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "loadtxt",
+                      "genfromtxt", "fromfile", "tofile", "memmap", "frombuffer", "asarray",
+                      "asanyarray", "array", "ascontiguousarray", "shares_memory",
+                      "may_share_memory", "copyto", "put", "place", "putmask", "fill_diagonal"})
+DATA_DEPENDENT = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "unique_values",
+                            "unique_counts", "unique_inverse", "unique_all", "extract",
+                            "compress", "trim_zeros", "where", "getitem", "setdiff1d",
+                            "intersect1d", "union1d", "setxor1d"})
+
+
+def refusal(fn, name: str) -> str | None:
+    """Why ``fn`` cannot be a host op, or None."""
+    module = getattr(fn, "__module__", "") or ""
+    short = getattr(fn, "__name__", name)
+    if module.startswith(DENYLIST_MODULES) or short in DENYLIST:
+        return f"{name} cannot be replayed (I/O, randomness or raw memory)"
+    return None
+
+
+class _Template:
+    """Builds the spec; collects the array operands in order."""
+
+    def __init__(self, recorder):
+        self.recorder, self.operands = recorder, []
+
+    def encode(self, item):
+        if isinstance(item, (Tracer, np.ndarray)):
+            self.operands.append(self.recorder.operand(item))
+            return ("__operand__", len(self.operands) - 1)
+        if type(item) in (list, tuple):
+            tag = "__list__" if type(item) is list else "__tuple__"
+            return (tag, *(self.encode(x) for x in item))
+        if type(item) is dict:
+            return ("__dict__", *((k, self.encode(v)) for k, v in sorted(item.items())))
+        if type(item) is slice:
+            return ("__slice__", item.start, item.stop, item.step)
+        if isinstance(item, float) and type(item) is not float and not isinstance(
+                item, np.generic):
+            item = float.__float__(item)  # a TracedFloat passed as a parameter: guarded value
+        try:
+            hash(item)
+        except TypeError:
+            raise EagerFallback(
+                f"host call with an argument of type {type(item).__name__}") from None
+        return item
+
+
+def _results(concrete):
+    results = tuple(concrete) if isinstance(concrete, (tuple, list)) else (concrete,)
+    if not results or not all(isinstance(r, (np.ndarray, np.generic)) for r in results):
+        raise EagerFallback("host call returning something other than arrays")
+    for r in results:
+        if type(r) is not np.ndarray and not isinstance(r, np.generic) or r.dtype.kind in "OV":
+            raise EagerFallback(f"host call returning {type(r).__name__} of dtype {r.dtype}")
+    return results
+
+
+def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
+    reason = refusal(fn, name)
+    if reason is not None:
+        raise EagerFallback(reason)
+    results = _results(concrete)
+    template = _Template(rec)
+    spec = (template.encode(tuple(args)), template.encode(dict(kwargs)))
+    types = [TensorType(np.shape(r), r.dtype) for r in results]
+    attrs = {"fn": fn, "name": name, "spec": spec, "nout": len(results)}
+    outs = rec.emit_typed("host", template.operands, attrs, types)
+    proxies = [wrap(rec, r, var) for r, var in zip(results, outs, strict=True)]
+    if data_dependent or getattr(fn, "__name__", "") in DATA_DEPENDENT:
+        for r, var in zip(results, outs, strict=True):
+            add_guard(rec, var, "shape", tuple(np.shape(r)))
+    if isinstance(concrete, (tuple, list)):
+        return type(concrete)(proxies) if type(concrete) is not tuple or not hasattr(
+            concrete, "_fields") else type(concrete)(*proxies)
+    return proxies[0]
+
+
+def host_call(fn, name, args, kwargs, data_dependent=False):
+    """Run ``fn`` and record it as a host op (through ``surface``: concrete result first)."""
+    record = lambda rec, concrete, *a, **kw: record_host(rec, concrete, fn, name, a, kw,
+                                                         data_dependent)
+    return surface(fn, record, args, kwargs)

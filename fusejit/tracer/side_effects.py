@@ -1,0 +1,115 @@
+"""Python side effects that a replay would lose, found by comparing argument objects.
+
+Before recording, each static argument object (a non-pytree leaf with a ``__dict__``, and
+``fn.__self__`` for a bound method) has its attributes copied shallowly, and every list held
+by such an attribute is copied too. After recording:
+
+- an attribute rebound to a pytree whose leaves are all traced arrays becomes an
+  ``AttrWrite``: the runtime sets it again after each replay (``self.w = self.w - lr * g``);
+- an attribute rebound to anything else holding traced values (a traced Python float, a mix
+  with untraced leaves), or a list attribute that changed and now holds traced values
+  (``self.history.append(loss)``), makes the trace an eager fallback: replay would lose it.
+
+Either way the object is left holding concrete values, never proxies. Rebinding to untraced
+values (``self.steps += 1``) is a Python side effect that happens only while tracing.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from .context import unwrap
+from .pytree import TreeDef, flatten, is_traced_leaf
+
+_OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
+
+
+@dataclass(frozen=True)
+class AttrWrite:
+    leaf: int | None          # argument leaf index of the object; None: ``fn.__self__``
+    name: str
+    treedef: TreeDef
+    outputs: tuple[int, ...]  # graph output index of each leaf of the new value
+    scalars: tuple[bool, ...] = ()  # leaf k was a NumPy scalar (runtime: ``v[()]``)
+
+
+@dataclass
+class Snapshot:
+    leaf: int | None
+    obj: object
+    attrs: dict
+    lists: dict               # attribute name -> copy of the list it held
+
+
+def _watchable(obj) -> bool:
+    return (not is_traced_leaf(obj) and not isinstance(obj, _OPAQUE)
+            and isinstance(getattr(obj, "__dict__", None), dict))
+
+
+def snapshot(leaves, fn=None) -> list[Snapshot]:
+    targets = [(i, leaf) for i, leaf in enumerate(leaves) if _watchable(leaf)]
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and _watchable(owner):
+        targets.append((None, owner))
+    snaps = []
+    for index, obj in targets:
+        attrs = dict(vars(obj))
+        lists = {k: list(v) for k, v in attrs.items() if type(v) is list}
+        snaps.append(Snapshot(index, obj, attrs, lists))
+    return snaps
+
+
+def _has_traced(value) -> bool:
+    from .scalars import TracedFloat
+    from .tracer import Tracer
+    leaves, _ = flatten(value)
+    return any(isinstance(x, (Tracer, TracedFloat)) for x in leaves)
+
+
+def detect(recorder, snaps) -> list[AttrWrite]:
+    """AttrWrites for replayable rebindings, whose ``outputs`` still hold the proxies (the
+    caller turns them into graph output indices); sets the recorder's fallback for the rest."""
+    writes = []
+    for snap in snaps:
+        for name, value in list(vars(snap.obj).items()):
+            write = _check_attr(recorder, snap, name, value)
+            if write is not None:
+                writes.append(write)
+    return writes
+
+
+def _check_attr(recorder, snap, name, value):
+    from .tracer import Tracer
+    label = f"{'self' if snap.leaf is None else f'argument {snap.leaf}'}.{name}"
+    old = snap.attrs.get(name, _MISSING)
+    if old is value:
+        if name in snap.lists and _list_changed(snap.lists[name], value) \
+                and _has_traced(value):
+            _lose(recorder, f"traced values appended to the list {label}")
+            value[:] = unwrap(value)
+        return None
+    if not _has_traced(value):
+        return None
+    leaves, treedef = flatten(value)
+    setattr(snap.obj, name, unwrap(value))
+    if not all(isinstance(x, Tracer) for x in leaves):
+        _lose(recorder, f"{label} rebound to a value the replay cannot rebuild")
+        return None
+    if recorder.fallback is not None:
+        return None
+    scalars = tuple(isinstance(x.value, np.generic) for x in leaves)
+    return AttrWrite(snap.leaf, name, treedef, tuple(leaves), scalars)
+
+
+_MISSING = object()
+
+
+def _list_changed(before: list, after) -> bool:
+    return type(after) is not list or len(before) != len(after) or any(
+        a is not b for a, b in zip(before, after, strict=True))
+
+
+def _lose(recorder, what: str) -> None:
+    recorder.set_fallback(f"side effect that replay would lose: {what}", loc=None)
