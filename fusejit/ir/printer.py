@@ -48,9 +48,11 @@ def format_attr(name: str, value) -> str:
 def node_line(node: Node, namer: Namer, indent: str) -> list[str]:
     binders = ", ".join(f"{namer.bind(v)}: {v.type}" for v in node.outputs)
     operands = [namer.ref(v) for v in node.inputs]
-    hidden = ("body", "name", "kind") if node.op == "fused" else ()
-    attrs = [format_attr(k, v) for k, v in node.attrs if k not in hidden]
+    hidden = {"fused": ("body", "name", "kind"), "host": ("fn", "name", "spec", "nout")}
+    attrs = [format_attr(k, v) for k, v in node.attrs if k not in hidden.get(node.op, ())]
     head = node.op
+    if node.op == "host":
+        head = f"host {node.attr.get('name', '?')}"
     if node.op == "fused":
         head = f"fused {node.attr.get('name', '')} [{node.attr.get('kind', '?')}]"
     text = f"{indent}{binders} = {head} {', '.join(operands + attrs)}".rstrip()

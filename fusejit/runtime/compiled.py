@@ -163,7 +163,8 @@ class CompiledFunction:
             return
         self._stats["kernels_compiled"] += counts["compiled"]
         self._stats["kernels_reused"] += counts["reused"]
-        tree.paths.append(CompiledEntry(recorded, program, pipeline))
+        owner = getattr(self.fn, "__self__", None)
+        tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
 
     # -- introspection -------------------------------------------------------------------
     def cache_info(self) -> dict:

@@ -19,6 +19,7 @@ class CompiledEntry:
     trace: Trace
     program: Program
     pipeline: object                   # the PipelineRun (stats per pass, optimized graph)
+    owner: object = None               # fn.__self__ for a compiled bound method
     hits: int = 0
 
     def run(self, leaves):
@@ -33,6 +34,8 @@ class CompiledEntry:
             target = leaves[mutation.index] if mutation.target == "arg" else \
                 captured[mutation.index]
             self.program.write_back(target, values[mutation.output])
+        for write in trace.attr_writes:
+            _replay_attr_write(write, values, leaves, self.owner)
         self.hits += 1
         return unflatten(trace.out_treedef,
                          [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves])
@@ -84,3 +87,12 @@ def _output(leaf, values, leaves, captured):
     if leaf.kind == "capture":
         return captured[leaf.index]
     return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const
+
+
+def _replay_attr_write(write, values, leaves, owner) -> None:
+    """``self.w = self.w - lr * g`` in the body: rebind the attribute after every replay."""
+    target = owner if write.leaf is None else leaves[write.leaf]
+    scalars = write.scalars or (False,) * len(write.outputs)
+    items = [values[i][()] if scalar else values[i]
+             for i, scalar in zip(write.outputs, scalars, strict=True)]
+    setattr(target, write.name, unflatten(write.treedef, items))

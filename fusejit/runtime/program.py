@@ -33,7 +33,10 @@ class GuardCheck:
     expected: object
 
     def holds(self, value) -> bool:
-        observed = _convert(value, self.convert)
+        try:
+            observed = _convert(value, self.convert)
+        except (TypeError, ValueError, OverflowError):  # int(nan): no path was traced for it
+            return False
         if isinstance(self.expected, float) and isinstance(observed, float):
             return observed == self.expected or (observed != observed and
                                                   self.expected != self.expected)

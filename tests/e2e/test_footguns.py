@@ -76,7 +76,7 @@ def test_captured_arrays_mutated_outside_are_seen_on_the_next_call():
     WEIGHTS[0] = 0
 
 
-def test_item_in_a_body_makes_that_signature_run_eagerly():
+def test_item_used_as_a_value_is_traced_not_frozen():
     @fusejit.compile
     def normalise(x):
         return x / x.max().item()
@@ -84,7 +84,20 @@ def test_item_in_a_body_makes_that_signature_run_eagerly():
     for scale in (1.0, 5.0):
         x = scale * np.arange(1, 5, dtype=np.float64)
         assert_same(x / x.max(), normalise(x))
-    assert normalise.cache_info()["eager_signatures"] == 1
+    assert normalise.cache_info()["traces"] == 1
+
+
+def test_branching_on_item_is_guarded():
+    @fusejit.compile
+    def clip_big(x):
+        if x.max().item() > 10:
+            return x / 10
+        return x
+
+    for scale in (1.0, 50.0, 2.0):
+        x = scale * np.arange(1, 5, dtype=np.float64)
+        assert_same(clip_big.fn(x), clip_big(x))
+    assert clip_big.cache_info()["paths"] == 2
 
 
 def test_random_numbers_drawn_in_the_body_are_frozen_and_explain_warns():

@@ -1,0 +1,136 @@
+"""Dynamic Python never gives a wrong answer: guards, trace trees, host ops, fallbacks."""
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+rng = np.random.default_rng(1)
+
+
+def test_data_dependent_if_compiles_both_branches_and_no_third():
+    @fusejit.compile
+    def step(x):
+        if x.sum() > 0:
+            return np.tanh(x) * 2
+        return np.exp(x) - 1
+
+    for sign in (1, -1, 1, -1, -1, 1):
+        x = sign * (np.abs(rng.standard_normal(6)) + 0.1)
+        assert_same(step.fn(x), step(x))
+    info = step.cache_info()
+    assert (info["traces"], info["paths"], info["eager_calls"]) == (2, 2, 0)
+
+
+def test_while_loop_on_data_is_bounded_by_max_traces_then_eager():
+    @fusejit.compile(max_traces=3)
+    def halve_until_small(x):
+        while np.abs(x).max() > 1:
+            x = x / 2
+        return x
+
+    for scale in (1, 3, 7, 15, 31, 63, 3, 31):
+        x = scale * np.linspace(0.5, 1, 4)
+        assert_same(halve_until_small.fn(x), halve_until_small(x))
+    info = halve_until_small.cache_info()
+    assert info["paths"] == 3 and info["eager_signatures"] == 1
+    assert info["eager_calls"] >= 3
+
+
+def test_policy_gradient_loop_falls_back_instead_of_building_1000_guards():
+    @fusejit.compile
+    def discounted(r, gamma):
+        out, running = np.zeros_like(r), 0.0
+        for t in reversed(range(r.shape[0])):
+            if r[t] != 0:
+                running = 0.0
+            running = running * gamma + r[t]
+            out[t] = running
+        return out
+
+    r = np.where(rng.random(1000) < 0.05, 1.0, 0.0)
+    for _ in range(2):
+        assert_same(discounted.fn(r, 0.99), discounted(r, 0.99))
+    assert discounted.cache_info()["eager_signatures"] == 1
+    assert "too many data-dependent branches" in str(discounted.explain(r, 0.99))
+
+
+def test_linalg_solve_and_sort_in_the_middle_are_host_ops_with_kernels_around():
+    @fusejit.compile
+    def model(a, b):
+        x = np.linalg.solve(a @ a.T + np.eye(a.shape[0]), np.tanh(b) * 2)
+        return np.sort(x * x + 1)[::-1] - x.mean()
+
+    a, b = rng.standard_normal((5, 5)), rng.standard_normal(5)
+    for _ in range(3):
+        assert_same(model.fn(a, b), model(a, b))
+        a, b = rng.standard_normal((5, 5)), rng.standard_normal(5)
+    explanation = model.explain(a, b)
+    names = sorted(op for op in model.ir(a, b).split() if op.startswith("np."))
+    assert names == ["np.linalg.solve", "np.sort"]
+    assert len(explanation.kernels) >= 2 and model.cache_info()["traces"] == 1
+
+
+def test_boolean_mask_read_and_write():
+    @fusejit.compile
+    def masks(x, h):
+        h = h.copy()
+        h[h < 0] = 0
+        return x[x > 0] * 2, h
+
+    x, h = rng.standard_normal(8), rng.standard_normal((3, 4))
+    assert_same(masks.fn(x, h), masks(x, h))
+    assert_same(masks.fn(x, h), masks(x, h))          # same mask shape: replayed
+    x2 = np.abs(x) + 1                                # every element kept: new shape path
+    assert_same(masks.fn(x2, h), masks(x2, h))
+    assert masks.cache_info()["traces"] == 2
+
+
+def test_a_body_that_raises_for_some_inputs_raises_like_numpy_and_keeps_working():
+    @fusejit.compile
+    def checked_inverse(a):
+        return np.linalg.inv(a) * 2
+
+    good = np.eye(3) * 2
+    assert_same(checked_inverse.fn(good), checked_inverse(good))
+    with pytest.raises(np.linalg.LinAlgError):
+        checked_inverse(np.zeros((3, 3)))
+    assert_same(checked_inverse.fn(good * 3), checked_inverse(good * 3))
+    assert checked_inverse.cache_info()["eager_signatures"] == 0
+
+
+def test_training_step_returning_float_loss_compiles_to_one_trace_without_guards():
+    @fusejit.compile
+    def step(w, x, y, lr):
+        pred = x @ w
+        grad = x.T @ (pred - y) / len(y)
+        w -= lr * grad
+        return float(((pred - y) ** 2).mean())
+
+    w, x, y = np.zeros(3), rng.standard_normal((16, 3)), rng.standard_normal(16)
+    w_eager = w.copy()
+    for _ in range(4):
+        expected = step.fn(w_eager, x, y, 0.1)
+        got = step(w, x, y, 0.1)
+        assert type(got) is float and got == pytest.approx(expected, rel=1e-12)
+        assert_same(w_eager, w)
+    assert step.cache_info()["traces"] == 1 and step.cache_info()["paths"] == 1
+    assert "0 guards" in str(step.explain(w, x, y, 0.1))
+
+
+def test_attribute_rebinding_on_self_is_replayed():
+    class Model:
+        def __init__(self):
+            self.w = np.ones(3)
+
+        @fusejit.compile
+        def sgd(self, g, lr):
+            self.w = self.w - lr * g
+            return self.w.sum()
+
+    eager, compiled = Model(), Model()
+    g = np.arange(3.0)
+    for _ in range(3):
+        expected = Model.sgd.fn(eager, g, 0.5)
+        assert_same(expected, compiled.sgd(g, 0.5))
+        assert_same(eager.w, compiled.w)
