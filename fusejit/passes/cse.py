@@ -43,13 +43,14 @@ def cse(graph: Graph) -> PassResult:
     nodes = []
     for node in graph.nodes:
         node = node.replace(inputs=substitute(node.inputs, subst))
-        key = node_key(node) if is_pure(node) else None
-        first = seen.get(key)
-        if first is not None and not _both_exposed(first, node, exposed):
-            subst.update(zip(node.outputs, first.outputs, strict=True))
-            continue
-        seen.setdefault(key, node)
         nodes.append(node)
+        if not is_pure(node):
+            continue
+        key = node_key(node)
+        first = seen.setdefault(key, node)
+        if first is not node and not _both_exposed(first, node, exposed):
+            subst.update(zip(node.outputs, first.outputs, strict=True))
+            nodes.pop()
     new_graph = graph.replace(nodes=nodes, outputs=substitute(graph.outputs, subst))
     removed = len(graph.nodes) - len(nodes)
     return PassResult(new_graph if removed else graph, bool(removed), {"merged": removed})

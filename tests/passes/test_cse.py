@@ -66,3 +66,19 @@ def test_freeze_tells_apart_what_python_equality_conflates():
     assert freeze(0.0) != freeze(-0.0)
     assert freeze(1) != freeze(1.0) != freeze(True)
     assert freeze((("value", 1.5),)) == freeze((("value", 1.5),))
+
+
+def test_host_calls_are_never_merged_with_each_other():
+    """Regression: two different opaque calls once shared the "not pure" key and merged."""
+    import numpy as np
+
+    from fusejit.ir import Graph, Node, TensorType, Var
+    from fusejit.passes.cse import cse
+
+    x = Var(TensorType((3,), np.float64), "x")
+    a, b = Var(x.type), Var(x.type)
+    nodes = [Node("host", [x], [a], {"fn": np.sort, "name": "np.sort", "spec": (), "nout": 1}),
+             Node("host", [x], [b], {"fn": np.cumsum, "name": "np.cumsum", "spec": (),
+                                     "nout": 1})]
+    result = cse(Graph("f", [x], nodes, [a, b]))
+    assert not result.changed and len(result.graph.nodes) == 2
