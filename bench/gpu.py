@@ -1,0 +1,186 @@
+"""One prepared script for a machine with a GPU: the CUDA tests for real, then the bench
+workloads eager (NumPy on the host, CuPy on the device when installed) versus fusejit's CUDA
+program on device-resident inputs, with achieved bandwidth against a device-to-device copy.
+
+    python -m bench.gpu [--models softmax,gelu] [--skip-tests] [--seconds 3]
+
+Prints a table and writes ``bench/results/gpu-<time>.json``. Budget: about 8 minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+ELEMENTWISE = ("elementwise", "gelu")
+
+
+def run_tests(timeout: int = 240) -> dict:
+    """tests/cuda on the GPU: the cases for real (no simulator), then the PTX suite."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env.update(FUSEJIT_CUDA_REAL="1", PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "tests/cuda/sim_cases.py", "tests/cuda/test_ptx.py"]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        tail, code = (done.stdout + done.stderr)[-4000:], done.returncode
+    except subprocess.TimeoutExpired as exc:
+        tail, code = f"timed out after {timeout} s: {exc}", -1
+    print(tail)
+    return {"returncode": code, "seconds": time.perf_counter() - started, "tail": tail}
+
+
+def timed(fn, seconds: float, sync=lambda: None) -> float:
+    """Median seconds per call over repeated calls for about ``seconds``."""
+    fn()
+    sync()
+    samples, deadline = [], time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples) < 3:
+        start = time.perf_counter()
+        fn()
+        sync()
+        samples.append(time.perf_counter() - start)
+        if len(samples) >= 200:
+            break
+    return float(np.median(samples))
+
+
+def copy_bandwidth(nbytes: int = 1 << 28) -> float:
+    """Device-to-device copy bandwidth (bytes read + written per second)."""
+    from numba import cuda
+    src = cuda.device_array(nbytes, np.uint8)
+    dst = cuda.device_array(nbytes, np.uint8)
+    seconds = timed(lambda: dst.copy_to_device(src), 1.0, cuda.synchronize)
+    return 2 * nbytes / seconds
+
+
+def model(name: str):
+    """(fn with statics bound, host args) at size "bench"."""
+    from bench.models import STATIC_ARGNAMES, load
+    fn, make_inputs = load(name)
+    args, kwargs = make_inputs(size="bench")
+    for static in STATIC_ARGNAMES.get(name, ()):
+        fn = _bind(fn, static, args[-1], name)
+        args = args[:-1]
+    return fn, args, kwargs
+
+
+def _bind(fn, keyword, value, name):
+    """A named function with a static keyword bound (fusejit names kernels after it)."""
+    def bound(*args, **kwargs):
+        return fn(*args, **{keyword: value}, **kwargs)
+    bound.__name__ = bound.__qualname__ = name
+    return bound
+
+
+def bench_model(name: str, seconds: float) -> dict:
+    import copy
+
+    from numba import cuda
+
+    import fusejit
+    from fusejit.runtime.key import make_key
+    fn, args, kwargs = model(name)
+    row = {"model": name}
+    row["numpy_s"] = timed(lambda: fn(*copy.deepcopy(args), **kwargs), seconds)
+    compiled = fusejit.compile(fn, target="cuda")
+    compiled(*copy.deepcopy(args), **kwargs)                  # trace + compile
+    entry = compiled.entry_for(*args, **kwargs).paths[0]
+    _, leaves = make_key(args, kwargs, None)
+    host = [np.asarray(leaves[i]) for i in entry.trace.arg_leaves]
+    host += [c.resolve(leaves) for c in entry.trace.captures]
+    device = [cuda.to_device(np.ascontiguousarray(x)) for x in host]
+    program = entry.program
+    outputs = program.run(device)
+    row["fusejit_cuda_s"] = timed(lambda: program.run(device), seconds, cuda.synchronize)
+    moved = sum(x.nbytes for x in host) + sum(int(np.prod(o.shape)) * o.dtype.itemsize
+                                              for o in outputs)
+    row["bytes_moved"] = moved
+    row["fusejit_GBps"] = moved / row["fusejit_cuda_s"] / 1e9
+    row["kernels"] = len(program.kernels)
+    row["host_steps"] = sum(getattr(k, "kind", "") == "host" for k in program.kernels)
+    row["cupy_s"] = bench_cupy(fn, args, kwargs, seconds)
+    return row
+
+
+def bench_cupy(fn, args, kwargs, seconds: float):
+    try:
+        import cupy
+    except ImportError:
+        return None
+    try:
+        device = [cupy.asarray(x) if isinstance(x, np.ndarray) else x for x in args]
+        return timed(lambda: fn(*device, **kwargs), seconds,
+                     cupy.cuda.Device().synchronize)
+    except Exception as exc:  # noqa: BLE001 -- not every model runs on CuPy arrays
+        return f"n/a ({type(exc).__name__})"
+
+
+def table(rows: list[dict], copy_bw: float) -> str:
+    lines = [f"device-to-device copy: {copy_bw / 1e9:.1f} GB/s",
+             f"{'model':<12} {'numpy ms':>10} {'cupy ms':>10} {'fusejit ms':>11} "
+             f"{'speedup':>8} {'GB/s':>8} {'% copy':>7} {'kernels':>8}"]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"{row['model']:<12} error: {row['error']}")
+            continue
+        cupy_s = row["cupy_s"]
+        cupy_text = f"{cupy_s * 1e3:10.3f}" if isinstance(cupy_s, float) else f"{'-':>10}"
+        lines.append(f"{row['model']:<12} {row['numpy_s'] * 1e3:10.3f} {cupy_text} "
+                     f"{row['fusejit_cuda_s'] * 1e3:11.3f} "
+                     f"{row['numpy_s'] / row['fusejit_cuda_s']:8.1f} "
+                     f"{row['fusejit_GBps']:8.1f} "
+                     f"{100 * row['fusejit_GBps'] * 1e9 / copy_bw:6.0f}% "
+                     f"{row['kernels']:>8}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="")
+    parser.add_argument("--skip-tests", action="store_true")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    options = parser.parse_args(argv)
+    from fusejit.runtime.cuda import cuda_usable
+    if not cuda_usable():
+        print("bench/gpu.py needs a usable CUDA GPU (not the simulator)")
+        return 2
+    from bench.models import MODELS
+    started = time.perf_counter()
+    report = {"host": platform.node(), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    report["tests"] = None if options.skip_tests else run_tests()
+    report["copy_bandwidth_Bps"] = copy_bw = copy_bandwidth()
+    names = [n for n in options.models.split(",") if n] or sorted(MODELS)
+    rows = []
+    for name in names:
+        try:
+            rows.append(bench_model(name, options.seconds))
+        except Exception as exc:  # noqa: BLE001 -- one broken workload must not hide the rest
+            rows.append({"model": name, "error": f"{type(exc).__name__}: {exc}"})
+        print(table(rows[-1:], copy_bw).splitlines()[-1], flush=True)
+    report["rows"], report["seconds"] = rows, time.perf_counter() - started
+    report["elementwise_fraction_of_copy"] = {
+        r["model"]: r["fusejit_GBps"] * 1e9 / copy_bw for r in rows
+        if r["model"] in ELEMENTWISE and "error" not in r}
+    print(table(rows, copy_bw))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"gpu-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(report, indent=2, default=str))
+    print(f"wrote {path}")
+    tests_ok = report["tests"] is None or report["tests"]["returncode"] == 0
+    return 0 if tests_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Device arrays for the CUDA runtime: uploads, downloads, strided views and layouts.
+
+A *layout* is ``(shape, strides, offset)`` in bytes over a contiguous root buffer. The runtime
+computes the layout of every view (reshape, permute, broadcast, getitem...) once, when it
+lowers the program, by applying the NumPy view op to a stand-in array; at run time a view is
+just a device array over the root's memory. Numba's device arrays and the simulator's fake
+ones differ here, so both are handled in this one place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import ops
+
+
+def simulator_active() -> bool:
+    from numba.core import config
+    return bool(config.ENABLE_CUDASIM)
+
+
+def is_device_array(value) -> bool:
+    """A ``__cuda_array_interface__`` object (the simulator's fake arrays only say
+    ``__cuda_ndarray__``: their attribute lookups forward to a NumPy array)."""
+    if isinstance(value, np.ndarray):
+        return False
+    return (getattr(type(value), "__cuda_ndarray__", False)
+            or hasattr(value, "__cuda_array_interface__"))
+
+
+def as_numba(value):
+    """A Numba device array for any ``__cuda_array_interface__`` object (CuPy...)."""
+    from numba import cuda
+    if hasattr(value, "gpu_data") or hasattr(value, "_ary"):
+        return value
+    return cuda.as_cuda_array(value)
+
+
+def is_c_contiguous(array) -> bool:
+    strides, expected = tuple(array.strides), contiguous_strides(array.shape,
+                                                                array.dtype.itemsize)
+    return all(s == e for s, e, n in zip(strides, expected, array.shape, strict=True) if n > 1)
+
+
+def contiguous_strides(shape, itemsize) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(int(size), 1)
+    return tuple(reversed(strides))
+
+
+def upload(array: np.ndarray, stream):
+    from numba import cuda
+    return cuda.to_device(np.ascontiguousarray(array), stream=stream)
+
+
+def download(array, stream) -> np.ndarray:
+    return array.copy_to_host(stream=stream)
+
+
+def empty(shape, dtype, stream):
+    from numba import cuda
+    return cuda.device_array(tuple(shape), np.dtype(dtype), stream=stream)
+
+
+def view(root, shape, strides, offset: int, dtype):
+    """A device array of ``shape``/``strides`` (bytes) at byte ``offset`` into ``root``'s
+    memory (``root`` is contiguous)."""
+    dtype = np.dtype(dtype)
+    if simulator_active():
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        raw = root._ary.reshape(-1).view(np.uint8)
+        return FakeCUDAArray(np.ndarray(tuple(shape), dtype, buffer=raw, offset=offset,
+                                        strides=tuple(strides)))
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    size = int(np.prod(shape, dtype=np.int64))
+    data = root.gpu_data.view(offset) if size else None
+    return DeviceNDArray(tuple(shape), tuple(strides), dtype, stream=root.stream, gpu_data=data)
+
+
+def padded(array):
+    """0-d arrays travel to kernels as shape-(1,) views."""
+    if array.ndim:
+        return array
+    return view_of(array, (1,), (array.dtype.itemsize,))
+
+
+def view_of(array, shape, strides):
+    """Another shape over the same first element (used for 0-d padding)."""
+    if simulator_active():
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        return FakeCUDAArray(np.lib.stride_tricks.as_strided(array._ary, shape, strides))
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    return DeviceNDArray(shape, strides, array.dtype, stream=array.stream,
+                         gpu_data=array.gpu_data)
+
+
+# -- layouts ------------------------------------------------------------------------------------
+class NeedsCopy(Exception):
+    """The view cannot be expressed over its root (a reshape of a non-contiguous layout, a
+    negative stride): the runtime copies instead."""
+
+
+def root_layout(var_type):
+    shape = tuple(var_type.shape)
+    return shape, contiguous_strides(shape, var_type.dtype.itemsize), 0
+
+
+def view_layouts(node, layout, root_bytes: int, dtype) -> list[tuple]:
+    """The layouts of a view node's outputs, given its input's layout over a root buffer of
+    ``root_bytes`` bytes."""
+    shape, strides, offset = layout
+    stand_in = np.ndarray(shape, dtype, buffer=np.empty(max(root_bytes, 1), np.uint8),
+                          offset=offset, strides=strides)
+    base = stand_in.__array_interface__["data"][0] - offset
+    attrs = dict(node.attrs)
+    if node.op == "reshape":
+        try:
+            results = (np.reshape(stand_in, attrs["shape"], copy=False),)
+        except ValueError as exc:
+            raise NeedsCopy("reshape of a non-contiguous layout") from exc
+    else:
+        results = ops.get(node.op).impl(stand_in, **attrs)
+        results = results if isinstance(results, tuple) else (results,)
+    layouts = []
+    for result in results:
+        result = np.asarray(result)
+        if any(s < 0 for s in result.strides) or not np.may_share_memory(result, stand_in):
+            raise NeedsCopy(f"{node.op} gives a layout a device view cannot express")
+        layouts.append((result.shape, result.strides,
+                        result.__array_interface__["data"][0] - base))
+    return layouts

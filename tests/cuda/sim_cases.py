@@ -1,0 +1,90 @@
+"""CUDA backend cases for Numba's simulator (and, with FUSEJIT_CUDA_REAL=1, a real GPU).
+Run by ``test_simulator.py`` in a subprocess with
+``NUMBA_ENABLE_CUDASIM=1`` (the simulator replaces ``numba.cuda`` at import, so it never shares
+a process with the rest of the suite); not collected on its own (no ``test_`` prefix)."""
+import copy
+import os
+
+import numpy as np
+import pytest
+
+import fusejit
+from tests.cuda.cases import all_cases, structure_cases
+from tests.oracle import assert_same, tolerance_for
+
+REAL_GPU = os.environ.get("FUSEJIT_CUDA_REAL") == "1"   # bench/gpu.py runs these on a GPU
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and not REAL_GPU:
+    pytest.skip("runs under NUMBA_ENABLE_CUDASIM=1 (or FUSEJIT_CUDA_REAL=1 on a GPU)",
+                allow_module_level=True)
+
+from numba import cuda  # noqa: E402 -- after the simulator check
+
+from fusejit.runtime.cuda import cuda_usable, simulator_active  # noqa: E402
+
+CASES = list(all_cases())
+TOLERANCE = tolerance_for(np.float32)
+
+
+def run_twice(fn, args, kwargs, convert=lambda x: x):
+    """The first call traces (and returns NumPy's own result); the second replays the
+    compiled CUDA program. Returns (eager, replayed, compiled function)."""
+    compiled = fusejit.compile(fn, target="cuda")
+    with np.errstate(all="ignore"):
+        compiled(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+        eager_args, eager_kwargs = copy.deepcopy((args, kwargs))
+        expected = fn(*eager_args, **eager_kwargs)
+        run_args, run_kwargs = copy.deepcopy((args, kwargs))
+        replayed = compiled(*convert(run_args), **run_kwargs)
+    return expected, replayed, compiled, (eager_args, run_args)
+
+
+@pytest.mark.parametrize("case_id, fn, args, kwargs", CASES, ids=[c[0] for c in CASES])
+def test_case_matches_eager(case_id, fn, args, kwargs):
+    expected, replayed, compiled, (eager_args, run_args) = run_twice(fn, args, kwargs)
+    assert_same(expected, replayed, TOLERANCE)
+    assert_same(eager_args, run_args, TOLERANCE)  # in-place updates replayed
+    info = compiled.cache_info()
+    assert info["traces"] == 1 and info["hits"] == 1, info
+    assert info["eager_signatures"] == 0
+
+
+STRUCTURE = [c for c in structure_cases() if "guard" not in c[0]]
+
+
+@pytest.mark.parametrize("case_id, fn, args", STRUCTURE, ids=[c[0] for c in STRUCTURE])
+def test_device_inputs_give_device_results(case_id, fn, args):
+    """The CudaProgram itself: device-array inputs stay on the device, results too."""
+    compiled = fusejit.compile(fn, target="cuda")
+    program = compiled.entry_for(*args).paths[0].program
+    results = program.run([cuda.to_device(x) for x in args])
+    assert all(hasattr(r, "copy_to_host") for r in results)
+    expected = fn(*args)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert_same(expected, tuple(r.copy_to_host() for r in results), TOLERANCE)
+    again = program.run([cuda.to_device(x) for x in args])  # the arena is reused
+    assert_same(expected, tuple(r.copy_to_host() for r in again), TOLERANCE)
+
+
+def test_guards_pick_the_branch_on_replay():
+    def branchy(x):
+        return x * 2 if x.sum() > 0 else x - 1
+    compiled = fusejit.compile(branchy, target="cuda")
+    positive, negative = np.ones((2, 3), np.float32), -np.ones((2, 3), np.float32)
+    for x in (positive, negative, positive, negative):
+        np.testing.assert_array_equal(compiled(x), branchy(x))
+    assert compiled.cache_info()["traces"] == 2
+
+
+def test_simulator_is_not_a_usable_gpu():
+    assert simulator_active() != cuda_usable()
+    assert simulator_active() != REAL_GPU
+
+
+def test_kernels_are_listed_with_source():
+    fn = next(c[1] for c in structure_cases() if c[0] == "injective-host")
+    args = next(c[2] for c in structure_cases() if c[0] == "injective-host")
+    compiled = fusejit.compile(fn, target="cuda")
+    compiled(*args)
+    program = compiled.entry_for(*args).paths[0].program
+    kinds = {getattr(k, "kind", "?") for k in program.kernels}
+    assert "host" in kinds and all(k.source and k.name and k.key for k in program.kernels)
