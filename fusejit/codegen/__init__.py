@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from pathlib import Path
+
+# Numba's OpenMP workers must sleep, not spin, between kernels: a BLAS call follows most of
+# them, and on a 2-core machine a spinning worker takes a core from OpenBLAS (measured: a
+# matmul 2x slower) while a descheduled spinner makes every prange launch wait a scheduler
+# tick (8 ms, measured). libgomp reads this once, when Numba first loads it, which is after
+# this import; a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from ..ir import Node
 from . import reductions, source_cache
@@ -45,7 +53,8 @@ def kernel_stats() -> dict[str, int]:
 @functools.lru_cache(maxsize=1)
 def _prelude_hash() -> str:
     # Numba's disk cache tracks only the kernel file, so a prelude change must change the key.
-    text = (Path(__file__).parent / "prelude.py").read_bytes()
+    here = Path(__file__).parent
+    text = b"".join((here / name).read_bytes() for name in ("prelude.py", "vecmath.py"))
     return hashlib.sha256(text).hexdigest()[:12]
 
 
@@ -57,8 +66,7 @@ def _header(node: Node, plan: KernelPlan, key: str, source_ops) -> str:
     lines = [f"# kernel {_name(node)}  target=cpu  kind={plan.kind}  rank={plan.rank}  "
              f"key={key}",
              f"# loops: {' '.join(plan.loop_dims_text())}"]
-    if plan.reduce is not None:
-        lines.append(f"# accumulator: {reductions.describe(plan.reduce)}")
+    lines += [f"# accumulator: {reductions.describe(r)}" for r in plan.reduces]
     lines.append("# fuses:")
     for op, loc in source_ops:
         where = f"{loc.file}:{loc.line}" if loc is not None else "<unknown>"

@@ -13,19 +13,28 @@ PARALLEL_MIN_ELEMENTS = 2 ** 18  # below this, prange's thread start-up costs mo
 
 @dataclass
 class KernelPlan:
-    """How a body maps onto loops. Rank-0 spaces are padded to ``(1,)`` (index ``0``)."""
+    """How a body maps onto loops. Rank-0 spaces are padded to ``(1,)`` (index ``0``).
+
+    A reduce kernel loops over rows (the kept dims) and, per row, makes ``passes`` passes over
+    the row's elements (the reduced dims). Pass ``p`` accumulates the reductions whose input
+    has ``depth`` ``p`` (depends on ``p`` chained reductions), then computes the outer values
+    of depth ``p + 1``; inner outputs are stored in the pass of their depth, a last pass stores
+    those that depend on every reduction (softmax: max | exp, sum | div)."""
 
     kind: str
     space_shape: tuple[int, ...]            # padded iteration space (reduce: its input)
     n_inputs: int
     n_outputs: int
-    reduce: Node | None = None
+    reduces: tuple[Node, ...] = ()
     axes: tuple[int, ...] = ()
     keepdims: bool = False
     out_shape: tuple[int, ...] = ()
-    regions: dict = field(default_factory=lambda: {"inner": [], "outer": []})
-    loads: dict = field(default_factory=lambda: {"inner": [], "outer": []})
-    region_of: dict = field(default_factory=dict)
+    region_of: dict = field(default_factory=dict)   # body Var -> "inner" | "outer"
+    depth: dict = field(default_factory=dict)       # body Var -> chained reductions below it
+
+    @property
+    def reduce(self) -> Node | None:
+        return self.reduces[0] if self.reduces else None
 
     @property
     def rank(self) -> int:
@@ -38,6 +47,16 @@ class KernelPlan:
     @property
     def reduced_dims(self) -> list[int]:
         return list(self.axes)
+
+    @property
+    def passes(self) -> int:
+        """Passes over each row: one per reduction depth, plus one for late inner stores."""
+        if not self.reduces:
+            return 1
+        accumulating = 1 + max(self.depth[r.inputs[0]] for r in self.reduces)
+        late = any(self.region_of[v] == "inner" and self.depth[v] >= accumulating
+                   for v in self.depth if v in self.region_of)
+        return accumulating + late
 
     @property
     def has_parallel_loop(self) -> bool:
@@ -58,7 +77,9 @@ class KernelPlan:
     def loop_dims_text(self) -> list[str]:
         if self.reduce is None:
             return [f"i{d}" for d in range(self.rank)]
-        return [f"i{d}" for d in self.kept_dims] + ["|"] + [f"i{d}" for d in self.axes]
+        inner = [f"i{d}" for d in self.axes]
+        text = [f"i{d}" for d in self.kept_dims] + ["|"] + inner
+        return text + [f"x{self.passes}"] if self.passes > 1 else text
 
     def space(self, region: str) -> tuple[tuple[int, ...], list[str]]:
         """The shape a region's values live in and the index expression of each of its dims."""
@@ -73,11 +94,9 @@ class KernelPlan:
 
 
 def plan_kernel(body: Graph) -> KernelPlan:
-    reduces = [node for node in body.nodes if node.op in ops.REDUCE_OPS]
-    if len(reduces) > 1:
-        raise ValueError(f"{body.name}: a kernel holds one reduction, found {len(reduces)}")
+    reduces = tuple(node for node in body.nodes if node.op in ops.REDUCE_OPS)
     if reduces:
-        plan = _reduce_plan(body, reduces[0])
+        plan = _reduce_plan(body, reduces)
     else:
         shape = np.broadcast_shapes(*(v.type.shape for n in body.nodes for v in n.outputs))
         plan = KernelPlan("elementwise", tuple(shape) or (1,), len(body.inputs),
@@ -86,33 +105,50 @@ def plan_kernel(body: Graph) -> KernelPlan:
     return plan
 
 
-def _reduce_plan(body: Graph, node: Node) -> KernelPlan:
-    shape = node.inputs[0].type.shape
-    attrs = node.attr
+def _reduce_plan(body: Graph, reduces: tuple[Node, ...]) -> KernelPlan:
+    first = reduces[0]
+    shape = first.inputs[0].type.shape
+    attrs = first.attr
+    for other in reduces[1:]:
+        if other.attr != attrs or other.inputs[0].type.shape != shape:
+            raise ValueError(f"{body.name}: the reductions of one kernel must share their "
+                             f"input shape, axes and keepdims")
+        if other.op in ("argmax", "argmin") or first.op in ("argmax", "argmin"):
+            raise ValueError(f"{body.name}: argmax/argmin must be a kernel's one reduction")
     axes, keepdims = tuple(attrs["axes"]), bool(attrs["keepdims"])
     if not shape:  # a 0-d reduction: pad to (1,) and reduce that dim away
         shape, axes, keepdims = (1,), (0,), False
-    return KernelPlan("reduce", tuple(shape), len(body.inputs), len(body.outputs), node,
-                      axes, keepdims, node.out.type.shape)
+    return KernelPlan("reduce", tuple(shape), len(body.inputs), len(body.outputs), reduces,
+                      axes, keepdims, first.out.type.shape)
 
 
 def _assign_regions(plan: KernelPlan, body: Graph) -> None:
-    """Outer: the reduction and everything after it; inner: the rest."""
-    after: set[Var] = set()
+    """Outer: reductions and values computed from them at the output shape; inner: values per
+    element of the space (including those read back from outer ones). Depth: how many chained
+    reductions a value depends on."""
+    outer_shape = plan.out_shape
+    for var in body.inputs:
+        plan.depth[var] = 0
     for node in body.nodes:
-        is_outer = node is plan.reduce or any(v in after for v in node.inputs)
-        region = "outer" if is_outer else "inner"
-        if is_outer:
-            after.update(node.outputs)
-        plan.regions[region].append(node)
-        plan.region_of.update({var: region for var in node.outputs})
-    positions = {var: j for j, var in enumerate(body.inputs)}
-    for region in ("inner", "outer"):
-        used = {positions[v] for n in plan.regions[region] if n is not plan.reduce
-                for v in n.inputs if v in positions}
-        plan.loads[region] = sorted(used)
-    if plan.reduce is not None and plan.reduce.inputs[0] in positions:
-        plan.loads["inner"] = sorted(set(plan.loads["inner"]) | {positions[plan.reduce.inputs[0]]})
+        below = max((plan.depth[v] for v in node.inputs if isinstance(v, Var)), default=0)
+        reads_outer = any(plan.region_of.get(v) == "outer" for v in node.inputs)
+        if node in plan.reduces:
+            region, below = "outer", below + 1
+        elif reads_outer and node.out.type.shape == outer_shape:
+            region = "outer"
+        else:
+            region = "inner"
+        if region == "inner" and reads_outer and not _broadcasts_back(plan, node):
+            raise ValueError(f"{body.name}: {node.op} reads a reduction result at full extent "
+                             f"but the reduction does not keep its dims")
+        for var in node.outputs:
+            plan.region_of[var], plan.depth[var] = region, below
+
+
+def _broadcasts_back(plan: KernelPlan, node: Node) -> bool:
+    """An inner node may read outer values only when they keep the reduced dims (one value
+    per row, broadcast over it)."""
+    return plan.keepdims and len(plan.out_shape) == plan.rank
 
 
 def padded(shape) -> tuple[int, ...]:

@@ -18,6 +18,7 @@ import numpy as np
 from ..ir import Graph, Lit, Node, Var, ops
 from . import reductions
 from .kernel import KernelPlan, plan_kernel
+from .prelude import VECTOR_NAMES
 
 INDENT = "    "
 DECORATOR = '@numba.njit(cache=True, error_model="numpy", fastmath=False{extra})'
@@ -52,23 +53,26 @@ def _file_header(plan: KernelPlan) -> str:
 def _loop_lines(plan: KernelPlan, body: Graph) -> list[str]:
     emitter = _Emitter(plan, body)
     if plan.reduce is None:
-        return emitter.nest(list(range(plan.rank)), emitter.region_lines("inner"), first=True)
-    kept, reduced = plan.kept_dims, plan.reduced_dims
-    inner = emitter.nest(reduced, emitter.region_lines("inner") + emitter.update_lines(),
-                         first=False)
-    per_output = emitter.init_lines() + inner + emitter.region_lines("outer")
-    return emitter.nest(kept, per_output, first=True)
+        inner = emitter.element_lines(emitter.inner_nodes(), emitter.inner_outputs())
+        return emitter.nest(list(range(plan.rank)), inner, first=True)
+    per_row: list[str] = []
+    for number in range(plan.passes):
+        per_row += emitter.pass_lines(number)
+    return emitter.nest(plan.kept_dims, per_row, first=True)
 
 
 class _Emitter:
-    """Turns body nodes into scalar statements for one region (inner or outer)."""
+    """Turns body nodes into scalar statements: per element of the space (inner) or once per
+    row / output element (outer)."""
 
     def __init__(self, plan: KernelPlan, body: Graph):
         self.plan, self.body = plan, body
         self.names: dict[Var, str] = {}
+        self.outer_loaded: set[int] = set()
         for index, node in enumerate(body.nodes):
             for k, var in enumerate(node.outputs):
                 self.names[var] = f"v{index}" if len(node.outputs) == 1 else f"v{index}_{k}"
+        self.acc_names = {node: f"acc{k}" for k, node in enumerate(plan.reduces)}
 
     def nest(self, dims, inner_lines, first) -> list[str]:
         lines, depth = [], 1
@@ -78,54 +82,131 @@ class _Emitter:
             depth += 1
         return lines + [INDENT * (depth - 1) + line for line in inner_lines]
 
-    def region_lines(self, region: str) -> list[str]:
+    # -- which values a pass computes ---------------------------------------------------------
+    def inner_nodes(self) -> list[Node]:
+        return [n for n in self.body.nodes
+                if n not in self.acc_names and self.plan.region_of[n.outputs[0]] == "inner"]
+
+    def inner_outputs(self, depth: int | None = None) -> list[int]:
+        """Positions of inner body outputs (of the given depth; the last pass: the rest)."""
+        plan, last = self.plan, self.plan.passes - 1
+        return [k for k, var in enumerate(self.body.outputs)
+                if isinstance(var, Var) and plan.region_of.get(var, "inner") == "inner"
+                and (depth is None or min(plan.depth.get(var, 0), last) == depth)]
+
+    def pass_lines(self, number: int) -> list[str]:
+        """One pass over a row: its accumulations and inner stores, then the outer values the
+        finished reductions make available."""
         plan = self.plan
-        shape, exprs = plan.space(region)
+        reduces = [r for r in plan.reduces if plan.depth.get(r.inputs[0], 0) == number]
+        stores = self.inner_outputs(number)
+        wanted = {r.inputs[0] for r in reduces} | {self.body.outputs[k] for k in stores}
+        nodes = self._closure(wanted)
+        lines = [INDENT + line for r in reduces
+                 for line in reductions.init_lines(r, self.acc_names[r])]
+        element = self.element_lines(nodes, stores)
+        for r in reduces:
+            element += [INDENT + line for line in reductions.update_lines(
+                r, self.ref(r.inputs[0]), self.acc_names[r])]
+        lines += self.nest(plan.reduced_dims, element, first=False)
+        for r in reduces:
+            lines.append(f"{INDENT}{self.names[r.out]} = "
+                         f"{reductions.final_expr(r, self.acc_names[r])}")
+        return lines + self.outer_lines(number + 1)
+
+    def _closure(self, wanted: set) -> list[Node]:
+        """The inner nodes ``wanted`` values need, in body order (recomputed in each pass:
+        the row's inputs are in cache, so recomputing beats a trip through memory)."""
+        needed, producer = set(), {v: n for n in self.body.nodes for v in n.outputs}
+        stack = [producer[v] for v in wanted if v in producer]
+        while stack:
+            node = stack.pop()
+            if node in needed or node in self.acc_names:
+                continue
+            if self.plan.region_of[node.outputs[0]] != "inner":
+                continue
+            needed.add(node)
+            stack += [producer[v] for v in node.inputs if isinstance(v, Var) and v in producer]
+        return [n for n in self.body.nodes if n in needed]
+
+    # -- statements ---------------------------------------------------------------------------
+    def element_lines(self, nodes: list[Node], stores: list[int]) -> list[str]:
+        shape, exprs = self.plan.space("inner")
+        positions = {var: j for j, var in enumerate(self.body.inputs)}
+        used = sorted({positions[v] for n in nodes for v in n.inputs if v in positions}
+                      | {positions[self.body.outputs[k]] for k in stores
+                         if self.body.outputs[k] in positions}
+                      | {positions[r.inputs[0]] for r in self.plan.reduces
+                         if r.inputs[0] in positions})
         lines = []
-        for j in plan.loads[region]:
+        for j in used:
             var = self.body.inputs[j]
-            index = index_text(var.type.shape, shape, exprs)
-            prefix = "x" if region == "inner" else "y"
-            lines.append(f"{INDENT}{prefix}{j} = in{j}[{index}]")
-            self.names[var] = f"{prefix}{j}"
-        for node in plan.regions[region]:
-            lines += self._node_lines(node)
-        for k, var in enumerate(self.body.outputs):
-            if plan.output_region(var) == region:
-                index = index_text(var.type.shape, shape, exprs)
-                lines.append(f"{INDENT}out{k}[{index}] = {self.ref(var)}")
+            lines.append(f"{INDENT}x{j} = in{j}[{index_text(var.type.shape, shape, exprs)}]")
+            self.names[var] = f"x{j}"
+        for node in nodes:
+            lines.append(f"{INDENT}{self.names[node.out]} = {self.scalar_expr(node)}")
+        for k in stores:
+            var = self.body.outputs[k]
+            lines.append(f"{INDENT}out{k}[{index_text(var.type.shape, shape, exprs)}] = "
+                         f"{self.ref(var)}")
         return lines
 
-    def init_lines(self) -> list[str]:
-        return [INDENT + line for line in reductions.init_lines(self.plan.reduce)]
+    def outer_lines(self, depth: int) -> list[str]:
+        """Outer nodes of ``depth`` and the outer outputs they complete."""
+        plan = self.plan
+        shape, exprs = plan.space("outer")
+        lines = []
+        for node in self.body.nodes:
+            if node in self.acc_names or plan.region_of[node.outputs[0]] != "outer":
+                continue
+            if plan.depth[node.out] != depth:
+                continue
+            lines += self._outer_loads(node, shape, exprs)
+            lines.append(f"{INDENT}{self.names[node.out]} = {self.scalar_expr(node)}")
+        for k, var in enumerate(self.body.outputs):
+            if plan.region_of.get(var) == "outer" and plan.depth[var] == depth:
+                lines.append(f"{INDENT}out{k}[{index_text(var.type.shape, shape, exprs)}] = "
+                             f"{self.ref(var)}")
+        return lines
 
-    def update_lines(self) -> list[str]:
-        value = self.ref(self.plan.reduce.inputs[0])
-        return [INDENT + line for line in reductions.update_lines(self.plan.reduce, value)]
+    def _outer_loads(self, node: Node, shape, exprs) -> list[str]:
+        lines = []
+        for j, var in enumerate(self.body.inputs):
+            if var in node.inputs and j not in self.outer_loaded:
+                self.outer_loaded.add(j)
+                lines.append(f"{INDENT}y{j} = in{j}[{index_text(var.type.shape, shape, exprs)}]")
+        for var in node.inputs:
+            if var in self.body.inputs:
+                self.names[var] = f"y{self.body.inputs.index(var)}"
+        return lines
 
     def ref(self, value) -> str:
         if isinstance(value, Lit):
             return literal(value.value, value.dtype)
         return self.names[value]
 
-    def _node_lines(self, node: Node) -> list[str]:
-        name = self.names[node.out]
-        if node.op in ops.REDUCE_OPS:
-            return [f"{INDENT}{name} = {reductions.final_expr(node)}"]
-        return [f"{INDENT}{name} = {self.scalar_expr(node)}"]
-
     def scalar_expr(self, node: Node) -> str:
         out = node.out.type.dtype
         operands = [self.ref(v) for v in node.inputs]
         if node.op == "cast":
             return cast_expr(operands[0], node.inputs[0].type.dtype, out)
-        template = ops.get(node.op).template(template_dtype(node))
-        if template is None:
-            raise ValueError(f"{node.op} has no scalar template for {template_dtype(node)}")
+        template = scalar_template(node)
         attrs = node.attr
         value = attrs.get("value")
         fields = {"value": literal(value, out)} if value is not None else {}
         return wrap(template.format(*operands, **fields), out)
+
+
+def scalar_template(node: Node) -> str:
+    """The registry's template, with the vectorizable vecmath function where one exists."""
+    dtype = template_dtype(node)
+    vector = VECTOR_NAMES.get((node.op, dtype.name))
+    if vector is not None:
+        return f"{vector}({{0}})"
+    template = ops.get(node.op).template(dtype)
+    if template is None:
+        raise ValueError(f"{node.op} has no scalar template for {dtype}")
+    return template
 
 
 def template_dtype(node: Node) -> np.dtype:

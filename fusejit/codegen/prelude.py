@@ -1,6 +1,9 @@
 """Scalar helpers named by the op registry's templates, with NumPy's exact semantics.
 
-Generated kernel modules do ``from fusejit.codegen.prelude import *``. Plain NumPy ufuncs are
+Generated kernel modules do ``from fusejit.codegen.prelude import *``. exp, expm1, log, log1p,
+tanh, sigmoid and erf on float32/float64 use ``vecmath`` (branch-free, vectorizable, <= 4 ulp);
+sin and cos keep libm, because vecmath's versions lose accuracy past a bound on |x| that a
+kernel cannot know statically. Plain NumPy ufuncs are
 re-exported under the template names (Numba compiles them as scalar libm calls); the rest are
 ``@njit(inline="always")`` functions whose NaN, infinity, signed-zero and division-by-zero
 behaviour follows NumPy's C loops (``npy_divmod``, ``scalar_max``...), not Python's.
@@ -11,12 +14,24 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-__all__ = [
+from .vecmath import VECMATH
+
+# Vectorizable float32/float64 versions (``exp_f32``...), picked by the codegen per dtype.
+VECTOR_OPS = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf")
+VECTOR_NAMES = {(name, dtype): f"{name}_{dtype[0]}{dtype[-2:]}"
+                for name in VECTOR_OPS for dtype in ("float32", "float64")}
+globals().update({VECTOR_NAMES[key]: VECMATH[key] for key in VECTOR_NAMES})
+
+__all__ = sorted(VECTOR_NAMES.values()) + [
     "arctan", "arctan2", "ceil", "cos", "cosh", "erf", "exp", "expm1", "ffloordiv", "ffmax",
     "ffmin", "floor", "fmaximum", "fminimum", "fmod_py", "fsign", "ifloordiv", "imod",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "np", "numba",
-    "rint", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan", "tanh",
+    "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan",
+    "tanh",
 ]
 
 _inline = numba.njit(inline="always", error_model="numpy")
@@ -25,6 +40,34 @@ exp, expm1, log, log1p, log2, log10 = np.exp, np.expm1, np.log, np.log1p, np.log
 sqrt, tanh, sinh, cosh, sin, cos, tan = np.sqrt, np.tanh, np.sinh, np.cosh, np.sin, np.cos, np.tan
 arctan, arctan2, floor, ceil, rint = np.arctan, np.arctan2, np.floor, np.ceil, np.rint
 isnan, isinf, isfinite = np.isnan, np.isinf, np.isfinite
+
+
+@numba.njit(fastmath={"reassoc"}, error_model="numpy")
+def radd(acc, value):
+    # A reduction's accumulation, and nothing else, may be reassociated: this flag on this one
+    # fadd lets LLVM vectorize the loop (16x on an f32 sum) while NaN/inf still propagate.
+    # Not inline="always": Numba's own inlining would lower it with the caller's strict flags;
+    # LLVM inlines it and keeps the instruction's flag.
+    return acc + value
+
+
+def _llvm_binary(name: str):
+    """``llvm.<name>`` on two floats of one type: LLVM's loop vectorizer knows these as
+    reductions (``maximum``/``minimum`` propagate NaN exactly like np.max/np.min), where the
+    compare-and-branch spelling stays scalar (measured: 0.42 vs 6.0 ms over 4M float32)."""
+    @intrinsic
+    def call(typingctx, a, b):
+        def codegen(context, builder, signature, args):
+            kind = args[0].type
+            suffix = "f32" if kind == ir.FloatType() else "f64"
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(kind, [kind, kind]), f"llvm.{name}.{suffix}")
+            return builder.call(fn, args)
+        return a(a, b), codegen
+    return call
+
+
+rmaximum, rminimum = _llvm_binary("maximum"), _llvm_binary("minimum")
 
 
 @_inline
@@ -47,13 +90,14 @@ def sigmoid(x):
 
 @_inline
 def fmaximum(a, b):
-    # np.maximum: a NaN in either operand propagates.
-    return a if (a >= b or a != a) else b
+    # np.maximum: a NaN in either operand propagates; equal operands (-0.0 and +0.0) give b,
+    # as NumPy's loops do.
+    return a if (a > b or a != a) else b
 
 
 @_inline
 def fminimum(a, b):
-    return a if (a <= b or a != a) else b
+    return a if (a < b or a != a) else b
 
 
 @_inline

@@ -1,8 +1,15 @@
-"""Accumulator code for the one reduction a reduce kernel may hold.
+"""Accumulator code for the reductions of a reduce kernel.
 
 Each reduction is three pieces of scalar source: the accumulator's initialisation (once per
 output element), its update (once per input element, ``{v}`` the element) and the final value.
-NaN handling follows NumPy: max/min propagate NaN, argmax/argmin return the first NaN.
+``acc`` names the accumulator (a kernel may hold several). NaN handling follows NumPy: max/min
+propagate NaN (through ``llvm.maximum``/``llvm.minimum``, which vectorize), argmax/argmin return
+the first NaN.
+
+Float sums add through ``radd`` (prelude), compiled with ``fastmath={"reassoc"}`` and *only*
+that flag, as a separate function: the flag lands on that one ``fadd`` instruction, which lets
+LLVM split the accumulator into SIMD lanes, while the rest of the kernel keeps strict IEEE
+semantics (no nnan/ninf: NaN and inf still propagate through the sum).
 """
 from __future__ import annotations
 
@@ -19,57 +26,60 @@ def accumulator_dtype(node: Node) -> np.dtype:
     return dtype
 
 
-def init_lines(node: Node) -> list[str]:
+def init_lines(node: Node, name: str = "acc") -> list[str]:
     acc = accumulator_dtype(node)
     if node.op in ("argmax", "argmin"):
-        return ["k = 0", "best_index = 0", f"best = {_ctor(acc)}(0)"]
+        return [f"{name}_k = 0", f"{name}_index = 0", f"{name} = {_ctor(acc)}(0)"]
     start = {"sum": "0", "prod": "1", "any": "False", "all": "True",
              "reduce_max": _extreme(acc, low=True),
              "reduce_min": _extreme(acc, low=False)}[node.op]
     if acc == np.bool_:
-        return [f"acc = {node.op in ('all', 'reduce_min')}"]
-    return [f"acc = {_ctor(acc)}({start})"]
+        return [f"{name} = {node.op in ('all', 'reduce_min')}"]
+    return [f"{name} = {_ctor(acc)}({start})"]
 
 
-def update_lines(node: Node, value: str) -> list[str]:
+def update_lines(node: Node, value: str, name: str = "acc") -> list[str]:
     acc = accumulator_dtype(node)
     is_float = acc.kind == "f"
     op = node.op
+    if op == "sum" and is_float:
+        return [f"{name} = radd({name}, {_ctor(acc)}({value}))"]
     if op == "sum":
-        return [f"acc = {_ctor(acc)}(acc + {value})"]
+        return [f"{name} = {_ctor(acc)}({name} + {value})"]
     if op == "prod":
-        return [f"acc = {_ctor(acc)}(acc * {value})"]
+        return [f"{name} = {_ctor(acc)}({name} * {value})"]
     if op in ("any", "all"):
         word = "or" if op == "any" else "and"
-        return [f"acc = acc {word} bool({value})"]
+        return [f"{name} = {name} {word} bool({value})"]
     if op in ("reduce_max", "reduce_min"):
-        return _extreme_update(op, value, is_float, acc == np.bool_)
-    return _arg_update(op, value, is_float)
+        return _extreme_update(op, value, is_float, acc == np.bool_, name)
+    return _arg_update(op, value, is_float, name)
 
 
-def final_expr(node: Node) -> str:
+def final_expr(node: Node, name: str = "acc") -> str:
     out = node.out.type.dtype
     if node.op in ("argmax", "argmin"):
-        return f"{_ctor(out)}(best_index)"
-    return f"{_ctor(out)}(acc)"
+        return f"{_ctor(out)}({name}_index)"
+    return f"{_ctor(out)}({name})"
 
 
-def _extreme_update(op, value, is_float, is_bool) -> list[str]:
+def _extreme_update(op, value, is_float, is_bool, name) -> list[str]:
     if is_bool:
         word = "or" if op == "reduce_max" else "and"
-        return [f"acc = acc {word} {value}"]
+        return [f"{name} = {name} {word} {value}"]
+    if is_float:  # llvm.maximum/minimum: NaN propagates (np.max semantics) and it vectorizes
+        function = "rmaximum" if op == "reduce_max" else "rminimum"
+        return [f"{name} = {function}({name}, {value})"]
     cmp = ">" if op == "reduce_max" else "<"
-    # Once acc is NaN no comparison is true, so the first NaN sticks (np.max semantics).
-    nan = f" or {value} != {value}" if is_float else ""
-    return [f"if {value} {cmp} acc{nan}:", f"    acc = {value}"]
+    return [f"if {value} {cmp} {name}:", f"    {name} = {value}"]
 
 
-def _arg_update(op, value, is_float) -> list[str]:
+def _arg_update(op, value, is_float, name) -> list[str]:
     cmp = ">" if op == "argmax" else "<"
     # First element always wins; later a strictly better value, or the first NaN.
-    nan = f" or ({value} != {value} and best == best)" if is_float else ""
-    return [f"if k == 0 or {value} {cmp} best{nan}:",
-            f"    best = {value}", "    best_index = k", "k += 1"]
+    nan = f" or ({value} != {value} and {name} == {name})" if is_float else ""
+    return [f"if {name}_k == 0 or {value} {cmp} {name}{nan}:",
+            f"    {name} = {value}", f"    {name}_index = {name}_k", f"{name}_k += 1"]
 
 
 def _extreme(dtype, low: bool) -> str:

@@ -46,7 +46,9 @@ class _Fuser:
             self._refuse(node, rules.unfusable_reason(node))
 
     def _place_elementwise(self, node: Node) -> None:
-        candidates = self._producer_groups(node)
+        # Reduce groups first: an elementwise producer group can merge into one as its inner
+        # region (RMSNorm's g * x), never the other way round.
+        candidates = sorted(self._producer_groups(node), key=lambda g: g.reduce is None)
         for group in candidates:
             reason = self._join_reason(group, node)
             if reason is None:

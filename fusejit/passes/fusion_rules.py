@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ir import Graph, Loc, Node, Var, ops
 
-FULL_EXTENT = "consumer of a reduction at full extent (needs a row-persistent kernel)"
+FULL_EXTENT = "no row-persistent kernel for a reduction broadcast back over its rows"
 CODEGEN_KINDS = "biuf"
 
 
@@ -29,12 +29,17 @@ class Refusal:
 @dataclass(eq=False)
 class Group:
     """Nodes becoming one kernel. ``shape``: the iteration space (a reduce group: the
-    reduction's input); ``region``: each member output is ``inner`` (per element of ``shape``)
-    or ``outer`` (the reduction's result and its epilogue, per output element)."""
+    reductions' input); ``region``: each member output is ``inner`` (per element of ``shape``)
+    or ``outer`` (a reduction's result and what is computed from it, per output element).
+
+    A group may hold several reductions over the same axes of the same space (softmax's max and
+    sum, layernorm's mean and variance) and inner values computed from outer ones (broadcast
+    back over the row): codegen runs such a *row-persistent* kernel as several passes over each
+    row, in dependency order (``codegen/kernel.py``)."""
 
     shape: tuple[int, ...]
     nodes: set[Node] = field(default_factory=set)
-    reduce: Node | None = None
+    reduces: list[Node] = field(default_factory=list)
     region: dict[Var, str] = field(default_factory=dict)
 
     @staticmethod
@@ -48,15 +53,29 @@ class Group:
         return group
 
     @property
+    def reduce(self) -> Node | None:
+        """The first reduction (its axes and keepdims are every reduction's)."""
+        return self.reduces[0] if self.reduces else None
+
+    @property
     def out_shape(self) -> tuple[int, ...]:
         return self.reduce.out.type.shape
+
+    @property
+    def is_row_persistent(self) -> bool:
+        """Several passes per row: more than one reduction, or outer values read back inner."""
+        if len(self.reduces) > 1:
+            return True
+        return any(self.region[node.outputs[0]] == "inner" and any(
+            self.region.get(v) == "outer" for v in node.inputs if isinstance(v, Var))
+            for node in self.nodes)
 
     def add(self, node: Node, region: str) -> None:
         self.nodes.add(node)
         self.region.update({var: region for var in node.outputs})
 
     def add_reduce(self, node: Node) -> None:
-        self.reduce = node
+        self.reduces.append(node)
         self.add(node, "outer")
 
     def absorb(self, other: Group, region: str) -> None:
@@ -118,23 +137,52 @@ def join_reason(group: Group, node: Node) -> str | None:
     if regions == {"outer"} and shape == group.out_shape:
         return None
     if shape == group.shape:
-        return FULL_EXTENT
+        return row_persistent_reason(group)
     if regions == {"outer"}:
         return _shape_text(in_group[0], node)
     return "mixes values from before and after the reduction"
 
 
+def row_persistent_reason(group: Group) -> str | None:
+    """Whether reduction results may be broadcast back over the rows they reduced (``None``:
+    they may). Rows must be the trailing axes, so that each row is contiguous and stays in
+    cache between the kernel's passes, and results must keep their dims to broadcast back."""
+    reduce = group.reduce
+    axes, rank = tuple(reduce.attr["axes"]), len(group.shape)
+    if not axes or axes != tuple(range(rank - len(axes), rank)):
+        return f"{FULL_EXTENT}: reduces axes {axes}, not the trailing ones"
+    if not reduce.attr["keepdims"]:
+        return f"{FULL_EXTENT}: the reduction drops its axes (keepdims=False)"
+    if reduce.op in ("argmax", "argmin"):
+        return f"{FULL_EXTENT}: {reduce.op} results are indices, not row statistics"
+    return None
+
+
 def region_for(group: Group, node: Node) -> str:
     in_group = [v for v in node.inputs if isinstance(v, Var) and v in group.region]
-    return "outer" if any(group.region[v] == "outer" for v in in_group) else "inner"
+    if not any(group.region[v] == "outer" for v in in_group):
+        return "inner"
+    if group.reduce is not None and node.out.type.shape == group.out_shape:
+        return "outer"
+    return "inner"  # broadcast back over the row: a later pass of a row-persistent kernel
 
 
 def prologue_reason(group: Group, reduce: Node) -> str | None:
-    if group.reduce is not None:
-        return f"one reduction per kernel (the producer kernel already has {group.reduce.op})"
+    """Why a reduction may not join the group producing its input (``None``: it may)."""
     if group.shape != reduce.inputs[0].type.shape:
         return _shape_text(reduce.inputs[0], reduce)
-    return None
+    if group.reduce is None:
+        return None
+    if group.region[reduce.inputs[0]] != "inner":
+        return "reduces a value of the kernel's output space (another iteration space)"
+    first = group.reduce
+    if reduce.attr != first.attr:
+        return (f"reduces axes {reduce.attr['axes']} keepdims={reduce.attr['keepdims']}, the "
+                f"kernel's {first.op} reduces {first.attr['axes']} "
+                f"keepdims={first.attr['keepdims']}")
+    if reduce.op in ("argmax", "argmin"):
+        return f"{reduce.op} is not chained into a row-persistent kernel"
+    return row_persistent_reason(group)
 
 
 def merge_reason(group: Group, other: Group, region: str) -> str | None:
@@ -213,10 +261,11 @@ def build_fused(group: Group, number: int, used_outside: set[Var], graph: Graph,
             if isinstance(value, Var) and value not in group.region and value not in inputs:
                 inputs.append(value)
     outputs = [v for m in members for v in m.outputs if v in used_outside]
-    anchor = group.reduce or members[-1]
+    anchor = group.reduces[-1] if group.reduces else members[-1]
     name = f"k{number}_{anchor.op}_{_scope(anchor.loc, graph.name)}"
     body = _body(name, members, inputs, outputs)
-    kind = "reduce" if group.reduce is not None else "elementwise"
+    kind = "elementwise" if group.reduce is None else (
+        "row" if group.is_row_persistent else "reduce")
     return Node("fused", inputs, outputs, {"body": body, "kind": kind, "name": name},
                 anchor.loc)
 

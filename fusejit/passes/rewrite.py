@@ -1,7 +1,8 @@
 """The engine shared by the local passes (canonicalize, fold): rule tables run to a fixpoint.
 
 A rule is ``(name, op, fn)``; ``fn(node, ctx)`` returns ``None`` (no match), a ``Value`` that
-replaces the node's single output (*forwarding*), or a new ``Node`` defining the same outputs.
+replaces the node's single output (*forwarding*), a new ``Node`` defining the same outputs, or a
+tuple of new nodes whose last one defines them (``x**3 → (x*x)*x``).
 
 Forwarding must not change what callers can observe: eager NumPy hands back a fresh array for
 every result that is not a view, so a forward may not make a graph output alias a graph input or
@@ -101,9 +102,10 @@ def _rewrite_round(graph: Graph, rules, fired: Counter) -> tuple[Graph, bool]:
         if name is not None:
             fired[name] += 1
             changed = True
-        if isinstance(result, Node):
-            nodes.append(result)
-            ctx.producers.update((out, result) for out in result.outputs)
+        if isinstance(result, Node | tuple):
+            for new in result if isinstance(result, tuple) else (result,):
+                nodes.append(new)
+                ctx.producers.update((out, new) for out in new.outputs)
         else:
             subst[node.out] = result
     return graph.replace(nodes=nodes, outputs=substitute(graph.outputs, subst)), changed
@@ -114,7 +116,7 @@ def _first_match(node: Node, ctx: Context, rules):
         if op not in ("*", node.op):
             continue
         result = fn(node, ctx)
-        if isinstance(result, Node):
+        if isinstance(result, Node | tuple):
             return result, name
         if result is not None and ctx.may_forward(node, result):
             return result, name

@@ -57,7 +57,9 @@ def test_identities_forward_the_other_operand(op, literal, first):
 @pytest.mark.parametrize("op, literal", [
     ("add", lit(0.0)),    # -0.0 + 0.0 is +0.0: not an identity
     ("sub", lit(-0.0)),   # -0.0 - -0.0 is +0.0
-    ("mul", lit(2.0)), ("div", lit(-1.0))])
+    ("mul", lit(2.0)), ("div", lit(3.0)),
+    ("div", lit(2.0**-149)),  # 1/c overflows f32: not folded
+    ("pow", lit(3.5))])
 def test_non_identities_stay(op, literal):
     x, p = x_f32()
     g = p.graph(p("exp", p(op, x, literal)))
@@ -180,3 +182,63 @@ def test_identity_may_return_an_intermediate_but_only_once():
     g = p.graph(p("mul", t, lit(1.0)), p("mul", t, lit(1.0)))
     assert body(folded(g)) == ("%0: f32[2,3] = exp x\n%1: f32[2,3] = mul %0, 1.0:f32\n"
                                "return %0, %1")
+
+
+def test_pow_three_is_two_products():
+    x, p = x_f32()
+    g = p.graph(p("pow", x, lit(3.0)))
+    assert body(folded(g)) == ("%0: f32[2,3] = mul x, x\n%1: f32[2,3] = mul %0, x\n"
+                               "return %1")
+
+
+def test_pow_three_within_two_ulp_of_numpy():
+    x = np.random.default_rng(0).standard_normal(100_000).astype(np.float32) * 40
+    x[:3] = [-0.0, np.inf, -np.inf]
+    want, got = np.power(x, np.float32(3)), x * x * x
+    assert np.array_equal(np.isinf(want), np.isinf(got))
+    finite = np.isfinite(want) & (want != 0)
+    ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert ulps.max() <= 2  # measured: 2 ulp in 3 of 10^5 (NumPy's powf is not exact either)
+    exact = x.astype(np.float64) ** 3
+    assert (np.abs(got[finite] - exact[finite]) / np.spacing(np.abs(got[finite]))).max() < 1.5
+
+
+def test_pow_half_is_sqrt_exactly_as_numpy():
+    x, p = x_f32()
+    g = p.graph(p("pow", x, lit(0.5)))
+    assert body(folded(g)) == "%0: f32[2,3] = sqrt x\nreturn %0"
+    probe = np.array([-0.0, 0.0, -np.inf, np.inf, -1.0, np.nan, 2.0, 1e-45], np.float32)
+    with np.errstate(all="ignore"):
+        assert np.power(probe, np.float32(0.5)).tobytes() == np.sqrt(probe).tobytes()
+
+
+def test_pow_half_keeps_pow_special_cases_where_numpy_does_not_use_sqrt(monkeypatch):
+    from fusejit.ir import interpret
+    from fusejit.passes import fold as fold_module
+    monkeypatch.setattr(fold_module, "_POWER_HALF_IS_SQRT", {})
+    x, p = x_f32()
+    g = p.graph(p("pow", x, lit(0.5)))
+    result = fold(g).graph
+    assert [n.op for n in result.nodes] == ["sqrt", "add", "eq", "where"]
+    probe = np.array([[-0.0, -np.inf, np.inf], [4.0, -1.0, np.nan]], np.float32)
+    with np.errstate(all="ignore"):
+        (got,) = interpret(result, probe)
+    c_pow = np.array([[0.0, np.inf, np.inf], [2.0, np.nan, np.nan]], np.float32)
+    np.testing.assert_array_equal(got, c_pow)
+    assert not np.signbit(got[0, 0])  # pow(-0.0, 0.5) is +0.0
+
+
+@pytest.mark.parametrize("divisor, inverse", [(2.0, "0.5"), (-0.25, "-4.0"), (1024.0,
+                                                                              "0.0009765625")])
+def test_division_by_a_power_of_two_is_a_product(divisor, inverse):
+    x, p = x_f32()
+    g = p.graph(p("div", x, lit(divisor)))
+    assert body(folded(g)) == f"%0: f32[2,3] = mul x, {inverse}:f32\nreturn %0"
+
+
+def test_softmax_division_is_left_intact():
+    x, p = x_f32()
+    e = p("exp", x)
+    s = p("sum", e, axes=(1,), keepdims=True)
+    g = p.graph(p("div", e, s))
+    assert not fold(g).changed

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusejit.ir import Graph, Lit, Loc, Node, TensorType, Var, interpret, ops, verify
-from fusejit.passes.fuse import Refusal, fuse
+from fusejit.passes.fuse import fuse
 from fusejit.passes.fusion_rules import FULL_EXTENT
 from tests.strategies import graphs, inputs_for
 
@@ -102,20 +102,77 @@ def test_prologue_value_used_elsewhere_becomes_extra_output():
     check_same(graph, result.graph, rand(4, 6))
 
 
-def test_softmax_refuses_full_extent_consumer():
+def softmax_graph(b, shape=(4, 6), keepdims=True, axes=(1,)):
+    x = b.arg(shape)
+    m = b("reduce_max", x, axes=axes, keepdims=keepdims)
+    e = b("exp", b("sub", x, m))
+    s = b("sum", e, axes=axes, keepdims=True)
+    return b.graph(b("div", e, s))
+
+
+def test_softmax_is_one_row_persistent_kernel():
+    b = Builder()
+    graph = softmax_graph(b)
+    result = fuse(graph)
+    (kernel,) = result.graph.nodes
+    assert kernel.attr["kind"] == "row" and kernel.attr["name"] == "k0_sum_block"
+    assert [n.op for n in kernel.attr["body"].nodes] == ["reduce_max", "sub", "exp", "sum",
+                                                         "div"]
+    assert result.stats["refusals"] == []
+    check_same(graph, result.graph, rand(4, 6))
+
+
+def test_layernorm_and_rmsnorm_chain_reductions_in_one_kernel():
+    b = Builder()
+    x, g = b.arg((4, 6)), b.arg((6,))
+    mean = b("mul", b("sum", x, axes=(1,), keepdims=True), lit(1 / 6))
+    d = b("sub", x, mean)
+    var = b("mul", b("sum", b("mul", d, d), axes=(1,), keepdims=True), lit(1 / 6))
+    norm = b("div", d, b("sqrt", b("add", var, lit(1e-5))))
+    rms = b("rsqrt", b("add", b("mul", b("sum", b("mul", norm, norm), axes=(1,),
+                                            keepdims=True), lit(1 / 6)), lit(1e-6)))
+    graph = b.graph(b("mul", g, b("mul", norm, rms)))
+    result = fuse(graph)
+    (kernel,) = result.graph.nodes
+    assert kernel.attr["kind"] == "row"
+    assert sum(n.op == "sum" for n in kernel.attr["body"].nodes) == 3
+    check_same(graph, result.graph, rand(4, 6), rand(6))
+
+
+def test_log_softmax_is_one_kernel():
+    b = Builder()
+    x = b.arg((3, 5))
+    shifted = b("sub", x, b("reduce_max", x, axes=(1,), keepdims=True))
+    lse = b("log", b("sum", b("exp", shifted), axes=(1,), keepdims=True))
+    graph = b.graph(b("sub", shifted, lse))
+    result = fuse(graph)
+    assert result.stats["kernels"] == 1 and len(result.graph.nodes) == 1
+    check_same(graph, result.graph, rand(3, 5))
+
+
+@pytest.mark.parametrize("axes, keepdims, reason", [
+    ((0,), True, "not the trailing ones"), ((1,), False, "keepdims=False")])
+def test_row_persistence_refused_with_reason(axes, keepdims, reason):
+    b = Builder()
+    x = b.arg((4, 4))
+    m = b("reduce_max", x, axes=axes, keepdims=keepdims)
+    graph = b.graph(b("sub", x, m))
+    result = fuse(graph)
+    assert result.stats["kernels"] == 2
+    (refusal,) = result.stats["refusals"]
+    assert refusal.reason.startswith(FULL_EXTENT) and reason in refusal.reason
+    check_same(graph, result.graph, rand(4, 4))
+
+
+def test_reductions_over_different_axes_stay_apart():
     b = Builder()
     x = b.arg((4, 6))
-    m = b("reduce_max", x, axes=(1,), keepdims=True)
-    e = b("exp", b("sub", x, m))
-    s = b("sum", e, axes=(1,), keepdims=True)
-    out = b("div", e, s)
-    graph = b.graph(out)
+    e = b("exp", b("sub", x, b("reduce_max", x, axes=(1,), keepdims=True)))
+    s = b("sum", e, axes=(0,), keepdims=True)
+    graph = b.graph(s)
     result = fuse(graph)
-    reasons = [r.reason for r in result.stats["refusals"]]
-    assert FULL_EXTENT in reasons
-    refusal = next(r for r in result.stats["refusals"] if r.reason == FULL_EXTENT)
-    assert isinstance(refusal, Refusal) and refusal.loc.line in (2, 5)
-    assert result.stats["kernels"] == 3  # max | sub+exp+sum | div
+    assert result.stats["kernels"] == 2
+    assert any("reduces axes (0,)" in r.reason for r in result.stats["refusals"])
     check_same(graph, result.graph, rand(4, 6))
 
 
@@ -245,3 +302,36 @@ def test_sibling_merge_refused_when_it_would_close_a_cycle():
     result = fuse(graph)
     assert [node.op for node in result.graph.nodes] == ["fused", "reshape", "fused"]
     check_same(graph, result.graph, rand(3, 4))
+
+
+def test_gelu_epilogue_of_matmul_is_one_kernel():
+    b = Builder()
+    x, w, bias = b.arg((4, 8)), b.arg((8, 3)), b.arg((3,))
+    h = b("add", b("matmul", x, w), bias)
+    inner = b("mul", b("add", h, b("mul", b("mul", b("mul", h, h), h), lit(0.044715))),
+              lit(0.7978846))
+    graph = b.graph(b("mul", b("mul", h, lit(0.5)), b("add", b("tanh", inner), lit(1.0))))
+    result = fuse(graph)
+    assert [n.op for n in result.graph.nodes] == ["matmul", "fused"]
+    (kernel,) = fused_nodes(result.graph)
+    assert sum(isinstance(v, Var) and v.type.shape == (4, 3) for v in kernel.inputs) == 1
+    check_same(graph, result.graph, rand(4, 8), rand(8, 3), rand(3))
+
+
+def test_transpose_feeding_matmul_is_a_view_not_a_kernel():
+    b = Builder()
+    x, w = b.arg((4, 8)), b.arg((3, 8))
+    out = b("add", b("matmul", x, b("permute", w, perm=(1, 0))), lit(1.0))
+    graph = b.graph(out)
+    result = fuse(graph)
+    assert [n.op for n in result.graph.nodes] == ["permute", "matmul", "fused"]
+    check_same(graph, result.graph, rand(4, 8), rand(3, 8))
+
+
+def test_mlp_is_two_blas_calls_and_two_kernels():
+    b = Builder()
+    x, w1, b1, w2, b2 = b.arg((4, 8)), b.arg((8, 16)), b.arg((16,)), b.arg((16, 8)), b.arg((8,))
+    h = b("max", b("add", b("matmul", x, w1), b1), lit(0.0))
+    graph = b.graph(b("add", b("matmul", h, w2), b2))
+    result = fuse(graph)
+    assert [n.op for n in result.graph.nodes] == ["matmul", "fused", "matmul", "fused"]

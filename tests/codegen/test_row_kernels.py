@@ -1,0 +1,112 @@
+"""Issue 3's kernel counts, compiled end to end: row-persistent softmax / log-softmax /
+layernorm / RMSNorm, the GELU and 8-op chains, matmul epilogues and transposes folded into the
+BLAS call; results against eager NumPy (f32 and f64, NaN and inf rows) and a float64 reference."""
+import numpy as np
+import pytest
+
+import fusejit
+from bench.models import elementwise, gelu, layernorm, mlp
+from bench.models import softmax as softmax_model
+from fusejit.codegen import build_kernel
+
+TOL = {np.float32: 2e-4, np.float64: 1e-10}
+
+
+def log_softmax(x):
+    shifted = x - x.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def rms_norm(x, g):
+    return g * x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+
+
+def tanh_gelu(x):
+    return 0.5 * x * (1 + np.tanh(0.7978846 * (x + 0.044715 * x**3)))
+
+
+def special_rows(x):
+    x = x.copy()
+    x[1, 3] = np.nan
+    x[2, 5] = np.inf
+    x[3, :] = -np.inf
+    return x
+
+
+def compiled_and_explained(fn, *args):
+    compiled = fusejit.compile(fn)
+    compiled(*args)
+    with np.errstate(all="ignore"):
+        got = compiled(*args)
+    return got, compiled.explain(*args)
+
+
+def assert_close(got, want, reference, dtype):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(got, reference, rtol=TOL[dtype], atol=1e-6, equal_nan=True)
+
+
+ROW_MODELS = {
+    "softmax": (softmax_model.softmax, lambda x: ()),
+    "log_softmax": (log_softmax, lambda x: ()),
+    "layernorm": (layernorm.layer_norm, lambda x: (1 + 0.1 * x[0], 0.1 * x[1])),
+    "rmsnorm": (rms_norm, lambda x: (1 + 0.1 * x[0],)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", ROW_MODELS)
+def test_row_models_are_one_kernel(name, dtype):
+    fn, extra = ROW_MODELS[name]
+    x = (2 * np.random.default_rng(0).standard_normal((6, 40)) + 1).astype(dtype)
+    args = (special_rows(x) if name in ("softmax", "layernorm") else x, *extra(x))
+    got, info = compiled_and_explained(fn, *args)
+    assert len(info.kernels) == 1 and info.kernels[0].kind == "row", str(info)
+    with np.errstate(all="ignore"):
+        want = fn(*args)
+        reference = fn(*(a.astype(np.float64) for a in args)).astype(want.dtype)
+    assert_close(got, want, reference, dtype)
+
+
+@pytest.mark.parametrize("fn, n_inputs", [(tanh_gelu, 1), (gelu.gelu, 1),
+                                          (elementwise.elementwise, 3)])
+def test_elementwise_chains_are_one_kernel(fn, n_inputs):
+    rng = np.random.default_rng(1)
+    args = tuple(rng.standard_normal((8, 33)).astype(np.float32) for _ in range(n_inputs))
+    got, info = compiled_and_explained(fn, *args)
+    assert len(info.kernels) == 1 and not info.refusals
+    want = fn(*args)
+    reference = fn(*(a.astype(np.float64) for a in args)).astype(want.dtype)
+    assert_close(got, want, reference, np.float32)
+
+
+def test_mlp_is_two_blas_calls_and_two_kernels():
+    args, _ = mlp.make_inputs(size="small")
+    got, info = compiled_and_explained(mlp.mlp, *args)
+    assert len(info.blas_calls) == 2 and len(info.kernels) <= 2
+    np.testing.assert_allclose(got, mlp.mlp(*args), rtol=1e-5, atol=1e-6)
+
+
+def test_transposed_weight_goes_to_blas_as_a_view():
+    def linear_t(x, w, b):
+        return np.tanh(x @ w.T + b)
+
+    rng = np.random.default_rng(2)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 8), (5, 8), (5,)))
+    got, info = compiled_and_explained(linear_t, x, w, b)
+    assert info.views == 1 and len(info.blas_calls) == 1 and len(info.kernels) == 1
+    assert [op for op, _ in info.kernels[0].source_ops] == ["add", "tanh"]
+    np.testing.assert_allclose(got, linear_t(x, w, b), rtol=1e-5, atol=1e-6)
+
+
+def test_row_kernel_source_makes_passes_over_each_row():
+    x = np.ones((4, 16), np.float32)
+    compiled = fusejit.compile(softmax_model.softmax)
+    compiled(x)
+    (node,) = [n for n in compiled.entry_for(x).paths[0].pipeline.graph.nodes
+               if n.op == "fused"]
+    source = build_kernel(node).source
+    assert "# loops: i0 | i1 x3" in source
+    assert source.count("for i1 in range(n1):") == 6  # 3 passes, serial and parallel
+    assert "rmaximum(acc0" in source and "radd(acc1" in source and "exp_f32(" in source
