@@ -14,7 +14,7 @@ from ..logs import topic
 from ..tracer import flatten, trace
 from .device import copy_into, host_copies, to_device
 from .entries import MISS, RETRACE, CompiledEntry, EagerEntry, TraceTree
-from .key import UntraceableInput, check_dtype, make_key
+from .key import UntraceableInput, check_dtype, leaf_signature, make_key
 from .pipeline import build_program
 
 log, trace_log = topic("runtime"), topic("trace")
@@ -53,6 +53,9 @@ class CompiledFunction:
         if freeze:
             raise UnsupportedError("freeze=True is not implemented yet")
         functools.update_wrapper(self, fn)
+        for name in ("__name__", "__qualname__"):  # a functools.partial has neither
+            if not hasattr(self, name):
+                setattr(self, name, getattr(getattr(fn, "func", fn), name, type(fn).__name__))
         self.fn, self.target = fn, _resolve_target(target)
         self.static_argnames, self.max_traces = static_argnames, max_traces
         self.fastmath, self.cache = fastmath, cache
@@ -111,8 +114,8 @@ class CompiledFunction:
                     self._stats["hits"] += 1
                     return result
             try:
-                for signature in key[1]:
-                    check_dtype(signature)
+                for leaf in leaves if leaves is not None else flatten((args, kwargs))[0]:
+                    check_dtype(leaf_signature(leaf))
             except UntraceableInput as exc:
                 tree.eager = EagerEntry(str(exc))
                 return self._run_eager(fn, args, kwargs, str(exc))

@@ -8,7 +8,11 @@ from ..tracer import flatten, unflatten
 
 
 def is_device_array(value) -> bool:
-    return hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray)
+    """Numba/CuPy device arrays; the CUDA simulator's fake ones say ``__cuda_ndarray__``."""
+    if isinstance(value, np.ndarray):
+        return False
+    return hasattr(value, "__cuda_array_interface__") or bool(
+        getattr(value, "__cuda_ndarray__", False))
 
 
 def to_host(value):

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..logs import topic
 from ..tracer import Trace, unflatten
+from .device import is_device_array
 from .program import GuardFailed, Program
 
 guard_log = topic("guards")
@@ -71,7 +72,7 @@ class TraceTree:
 
 
 def _as_array(leaf):
-    if type(leaf) is np.ndarray or hasattr(leaf, "__cuda_array_interface__"):
+    if type(leaf) is np.ndarray or is_device_array(leaf):
         return leaf
     return np.asarray(leaf)
 

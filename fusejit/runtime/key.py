@@ -6,6 +6,7 @@ import numpy as np
 
 from ..ir.types import SUPPORTED_DTYPES
 from ..tracer import flatten
+from .device import is_device_array
 
 _ARRAY, _GENERIC, _FLOAT, _STATIC, _BY_ID = "a", "g", "f", "s", "i"
 
@@ -22,7 +23,7 @@ def leaf_signature(leaf):
         return _FLOAT
     if isinstance(leaf, np.generic):
         return (_GENERIC, leaf.dtype)
-    if hasattr(leaf, "__cuda_array_interface__"):
+    if is_device_array(leaf):
         return (_ARRAY, tuple(leaf.shape), np.dtype(leaf.dtype), "device")
     if isinstance(leaf, np.ndarray):
         raise UntraceableInput(f"an ndarray subclass ({cls.__name__}) is not traced")
@@ -41,6 +42,8 @@ def check_dtype(signature) -> None:
 
 
 def make_key(args, kwargs, target):
+    if not kwargs and all(type(a) is np.ndarray for a in args):  # the common case, fast
+        return ("arrays", tuple((a.shape, a.dtype) for a in args), target), args
     leaves, treedef = flatten((args, kwargs))
     key = (treedef, tuple(leaf_signature(leaf) for leaf in leaves), target)
     return key, leaves
