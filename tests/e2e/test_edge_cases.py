@@ -1,0 +1,282 @@
+"""Numerical edge cases through ``fusejit.compile``: the trace call and a replay both match NumPy.
+
+Correctly rounded operations must match bit for bit (NaN positions and the sign of zero
+included); transcendentals, which fusejit computes with its own vector math, within a few ulp
+(``TRANSCENDENTAL``) but with the same NaN positions, the same sign of zero, and no flushing of
+subnormal results to zero.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_leaf_same
+
+F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64
+TRANSCENDENTAL = {np.dtype(F32): (4e-7, 0.0), np.dtype(F64): (1e-15, 0.0)}
+INT32_MAX, INT32_MIN = np.iinfo(I32).max, np.iinfo(I32).min
+
+
+def quiet(fn, *args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def assert_bitwise(expected, actual, tolerance=None):
+    """Type, shape, dtype; values exactly (or within ``tolerance``); NaNs and zero signs."""
+    assert type(actual) is type(expected), f"{type(actual)} != {type(expected)}"
+    want, got = np.asarray(expected), np.asarray(actual)
+    if tolerance is None:
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert_leaf_same(expected, actual, tolerance)
+    if want.dtype.kind == "f":
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        signed = ~np.isnan(want)                     # a NaN's sign bit means nothing
+        np.testing.assert_array_equal(np.signbit(got)[signed], np.signbit(want)[signed],
+                                      err_msg="sign")
+        np.testing.assert_array_equal(got == 0, want == 0, err_msg="flushed to zero")
+
+
+def assert_replays_like_numpy(fn, *args, tolerance=None):
+    """The first compiled call traces, the second replays: both must equal eager NumPy."""
+    compiled = fusejit.compile(fn)
+    expected = quiet(fn, *[np.copy(a) for a in args])
+    for _ in range(2):
+        assert_bitwise(expected, quiet(compiled, *[np.copy(a) for a in args]), tolerance)
+    assert compiled.cache_info()["hits"] == 1
+
+
+SPECIALS = np.array([1.5, np.nan, -np.inf, np.inf, -0.0, 0.0, -2.0], F32)
+ZEROS = np.array([-0.0, 0.0, 1.0, -2.0], F32)
+SUBNORMAL_32 = np.array([1e-40, -1e-42, 1.4e-45, 1e-38, -3e-39], F32)
+SUBNORMAL_64 = np.array([5e-324, 1e-310, -2.2e-308, 3e-320])
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("add", lambda a: a + 1.0), ("sub_self", lambda a: a - a), ("mul_zero", lambda a: a * 0),
+    ("div_self", lambda a: a / a), ("pow", lambda a: a ** 2), ("sqrt", np.sqrt),
+    ("maximum", lambda a: np.maximum(a, a[::-1])), ("fmax", lambda a: np.fmax(a, a[::-1])),
+    ("minimum", lambda a: np.minimum(a, 1.0)), ("fmin", lambda a: np.fmin(a, a[::-1])),
+    ("where_isnan", lambda a: np.where(np.isnan(a), 0.0, a)), ("isinf", np.isinf),
+    ("isfinite", np.isfinite), ("floor", np.floor), ("sign", np.sign), ("abs", np.abs),
+    ("compare", lambda a: a > 0), ("equal_self", lambda a: a == a), ("clip", lambda a: np.clip(
+        a, -1, 1)), ("sum", np.sum), ("max", np.max), ("min", np.min), ("argmax", np.argmax),
+    ("argmin", np.argmin), ("prod", np.prod), ("any", np.any), ("all", np.all),
+    ("max_axis", lambda a: a.reshape(1, 7).max(axis=1)), ("cast_f64", lambda a: a.astype(F64)),
+])
+def test_nan_and_inf_follow_numpy(name, fn):
+    assert_replays_like_numpy(fn, SPECIALS)
+
+
+@pytest.mark.parametrize("name, fn", [("exp", np.exp), ("tanh", np.tanh), ("log", np.log),
+                                      ("sin", np.sin), ("expm1", np.expm1), ("log1p", np.log1p),
+                                      ("mean", np.mean)])
+def test_nan_and_inf_through_transcendentals(name, fn):
+    assert_replays_like_numpy(fn, SPECIALS, tolerance=TRANSCENDENTAL)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("neg", lambda a: -a), ("abs", np.abs), ("mul_one", lambda a: a * 1),
+    ("add_zero", lambda a: a + 0.0), ("sub_zero", lambda a: a - 0.0),
+    ("zero_sub", lambda a: 0.0 - a), ("add_neg_zero", lambda a: a + -0.0),
+    ("div_one", lambda a: a / 1), ("neg_neg", lambda a: np.negative(-a)),
+    ("square", lambda a: a ** 2),
+    ("sqrt", np.sqrt), ("floor", np.floor), ("ceil", np.ceil), ("rint", np.rint),
+    ("mul_neg_one", lambda a: a * -1.0), ("copysign_by_div", lambda a: 1.0 / a),
+    ("maximum", lambda a: np.maximum(a, 0.0)), ("minimum", lambda a: np.minimum(a, -0.0)),
+    ("where", lambda a: np.where(a == 0, a, 5.0)), ("reshape", lambda a: a.reshape(2, 2) * 1),
+    ("sum_neg_zeros", lambda a: a[:1].sum()), ("cast_f64", lambda a: a.astype(F64)),
+])
+def test_negative_zero_keeps_its_sign(name, fn):
+    assert_replays_like_numpy(fn, ZEROS)
+
+
+@pytest.mark.parametrize("fn", [np.tanh, np.sin, np.expm1, np.log1p, np.sinh, np.arctan])
+def test_negative_zero_through_transcendentals(fn):
+    assert_replays_like_numpy(fn, ZEROS[:2], tolerance=TRANSCENDENTAL)
+
+
+@pytest.mark.parametrize("values", [SUBNORMAL_32, SUBNORMAL_64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name, fn", [
+    ("mul", lambda a: a * 2.0), ("add", lambda a: a + a), ("div", lambda a: a / 3.0),
+    ("sum", np.sum), ("sqrt", lambda a: np.sqrt(np.abs(a))), ("max", np.max),
+    ("neg", lambda a: -a), ("halve_to_zero", lambda a: a * 0.5),
+])
+def test_subnormals_are_not_flushed_to_zero(values, name, fn):
+    assert_replays_like_numpy(fn, values)
+
+
+@pytest.mark.parametrize("x", [np.array([-90.0, -100.0, -103.0], F32),
+                               np.array([-710.0, -740.0, -744.0])], ids=["f32", "f64"])
+def test_exp_into_the_subnormal_range_is_not_flushed(x):
+    compiled = fusejit.compile(np.exp)
+    expected = np.exp(x)
+    for _ in range(2):
+        got = compiled(x)
+        assert np.all(got > 0)
+        # Subnormals carry fewer significant bits: compare in units of the smallest subnormal.
+        tiny = np.finfo(x.dtype).smallest_subnormal
+        assert np.all(np.abs(got - expected) <= np.maximum(4 * tiny, 1e-6 * expected))
+
+
+# -- empty arrays --------------------------------------------------------------------------------
+EMPTY = np.zeros((0, 3), F32)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("add_broadcast", lambda a: a + np.ones(3, F32)), ("exp", np.exp), ("sum", np.sum),
+    ("sum_axis0", lambda a: a.sum(axis=0)), ("sum_axis1", lambda a: a.sum(axis=1)),
+    ("prod", np.prod), ("any", np.any), ("all_axis0", lambda a: a.all(axis=0)),
+    ("mean_axis1", lambda a: a.mean(axis=1)), ("max_axis1", lambda a: a.max(axis=1)),
+    ("argmax_axis1", lambda a: a.argmax(axis=1)), ("transpose", lambda a: a.T * 2),
+    ("reshape", lambda a: a.reshape(3, 0) + 1), ("concatenate", lambda a: np.concatenate(
+        [a, a], axis=1)), ("matmul", lambda a: a.T @ a), ("matmul_empty", lambda a: a @ a.T),
+    ("int_floordiv", lambda a: a.astype(I32) // 0), ("mean", np.mean), ("slice", lambda a: a[1:]),
+])
+def test_empty_arrays_follow_numpy(name, fn):
+    assert_replays_like_numpy(fn, EMPTY)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("max", np.max), ("min", lambda a: a.min()), ("max_axis0", lambda a: a.max(axis=0)),
+    ("argmax", np.argmax), ("argmin_axis0", lambda a: a.argmin(axis=0)),
+])
+def test_empty_reductions_without_identity_raise_like_numpy(name, fn):
+    compiled = fusejit.compile(fn)
+    with pytest.raises(ValueError) as eager:
+        fn(EMPTY)
+    for _ in range(2):
+        with pytest.raises(ValueError) as raised:
+            compiled(EMPTY)
+        assert str(raised.value) == str(eager.value)
+
+
+def test_empty_reduction_error_does_not_break_nonempty_calls():
+    compiled = fusejit.compile(np.max)
+    with pytest.raises(ValueError):
+        compiled(EMPTY)
+    full = np.arange(6, dtype=F32).reshape(2, 3)
+    for _ in range(2):
+        assert_bitwise(np.max(full), compiled(full))
+
+
+# -- large reductions ----------------------------------------------------------------------------
+def test_float32_sum_of_ten_million_elements_is_accurate():
+    """Bound: |compiled - exact| <= 1e-5 * sum(|x|) (and the same for the mean), where exact is
+    the float64 sum of the same float32 values. NumPy's pairwise summation is ~1e-7 here; a
+    sequential float32 accumulator would be off by ~1e-3 (once the running sum passes 2^24 *
+    ulp, small terms lose most of their bits), so the bound rejects it."""
+    x = np.random.default_rng(0).random(10**7, dtype=F32) + F32(0.5)
+    exact = np.sum(x, dtype=F64)
+    bound = 1e-5 * np.sum(np.abs(x), dtype=F64)
+    compiled_sum, compiled_mean = fusejit.compile(np.sum), fusejit.compile(np.mean)
+    for _ in range(2):
+        total, mean = compiled_sum(x), compiled_mean(x)
+        assert type(total) is F32 and type(mean) is F32
+        assert abs(F64(total) - exact) <= bound
+        assert abs(F64(mean) - exact / x.size) <= bound / x.size
+    assert abs(F64(np.sum(x)) - exact) <= bound   # the bound holds for NumPy itself
+
+
+def test_float32_row_sums_of_large_rows_are_accurate():
+    """Same bound per row, for a last-axis reduction of 2 x 5*10^6."""
+    x = np.random.default_rng(1).random((2, 5 * 10**6), dtype=F32)
+    exact = np.sum(x, axis=1, dtype=F64)
+    compiled = fusejit.compile(lambda a: a.sum(axis=1))
+    for _ in range(2):
+        got = compiled(x)
+        assert got.dtype == F32
+        assert np.all(np.abs(got - exact) <= 1e-5 * np.sum(np.abs(x), axis=1, dtype=F64))
+
+
+# -- integers ------------------------------------------------------------------------------------
+INTS32 = np.array([INT32_MAX, INT32_MIN, 5, -7, 0], I32)
+INTS64 = np.array([2**62, -2**63, 2**63 - 1, 3, -1], I64)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("add", lambda a: a + a), ("add_one", lambda a: a + 1), ("sub", lambda a: a - INT32_MAX),
+    ("mul", lambda a: a * 3), ("square", lambda a: a * a), ("neg", lambda a: -a),
+    ("abs", np.abs), ("sum_as_int32", lambda a: a.sum(dtype=I32)), ("sum", np.sum),
+    ("prod", np.prod), ("pow", lambda a: a ** 3), ("cumulative", lambda a: (a + a) * 2 - a),
+])
+@pytest.mark.parametrize("values", [INTS32, INTS64], ids=["i32", "i64"])
+def test_integer_overflow_wraps_like_numpy(values, name, fn):
+    assert_replays_like_numpy(fn, values)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("name, fn", [
+    ("floordiv", lambda a, b: a // b), ("mod", lambda a, b: a % b),
+    ("floordiv_scalar_zero", lambda a, b: a // 0), ("mod_scalar_zero", lambda a, b: a % 0),
+    ("divmod_identity", lambda a, b: (a // b) * b + a % b),
+])
+def test_integer_division_by_zero_gives_zero_like_numpy(dtype, name, fn):
+    info = np.iinfo(dtype)
+    a = np.array([7, -7, 0, info.max, info.min, info.min, -9], dtype)
+    b = np.array([0, 0, 0, 0, 0, -1, 2], dtype)
+    assert_replays_like_numpy(fn, a, b)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("div", lambda a, b: a / b), ("floordiv", lambda a, b: a // b),
+    ("mod", lambda a, b: a % b), ("int_true_divide", lambda a, b: a.astype(I32) / b.astype(I32)),
+])
+def test_float_division_by_zero_follows_numpy(name, fn):
+    a = np.array([1.0, -1.0, 0.0, -0.0, np.inf, np.nan, 4.5], F32)
+    b = np.array([0.0, 0.0, 0.0, -0.0, 0.0, 0.0, -1.5], F32)
+    assert_replays_like_numpy(fn, a, b)
+
+
+# -- NEP 50 promotion ----------------------------------------------------------------------------
+X32, X64 = np.arange(1, 4, dtype=F32) / 3, np.arange(1, 4, dtype=F64) / 3
+N32, B = np.arange(-1, 2, dtype=I32), np.array([True, False, True])
+
+
+@pytest.mark.parametrize("name, fn, args, dtype", [
+    ("f32_times_pyfloat", lambda a: a * 2.5, (X32,), F32),
+    ("f32_times_np_float64", lambda a: a * np.float64(2.5), (X32,), F64),
+    ("f32_plus_np_float32", lambda a: a + np.float32(0.1), (X32,), F32),
+    ("f32_plus_np_int64", lambda a: a + np.int64(1), (X32,), F64),
+    ("f32_plus_pyint", lambda a: a + 3, (X32,), F32),
+    ("f32_plus_0d_f64_array", lambda a: a + np.array(0.1), (X32,), F64),
+    ("i32_plus_pyfloat", lambda a: a + 2.5, (N32,), F64),
+    ("i32_times_np_float32", lambda a: a * np.float32(2), (N32,), F64),
+    ("i32_plus_pyint", lambda a: a + 7, (N32,), I32),
+    ("i32_plus_np_int64", lambda a: a + np.int64(7), (N32,), I64),
+    ("bool_plus_pyint", lambda a: a + 1, (B,), I64),
+    ("bool_plus_pybool", lambda a: a + True, (B,), np.bool_),
+    ("bool_times_pyfloat", lambda a: a * 0.5, (B,), F64),
+    ("f32_pyfloat_argument", lambda a, s: a * s, (X32, 0.1), F32),
+    ("np_float32_argument_times_pyfloat", lambda a, s: (a * s) * 0.1, (X32, np.float32(3)), F32),
+    ("np_float32_scalar_times_f64_array", lambda a, s: s * a, (X64, np.float32(3)), F64),
+    ("f32_mean_times_pyfloat", lambda a: a.mean() * 2.0, (X32,), F32),
+    ("i32_true_divide", lambda a: a / 2, (N32,), F64),
+    ("f32_pow_pyint", lambda a: a ** 2, (X32,), F32),
+    ("f32_compare_big_pyfloat", lambda a: a < 1e300, (X32,), np.bool_),
+])
+def test_scalar_promotion_follows_nep50(name, fn, args, dtype):
+    compiled = fusejit.compile(fn)
+    expected = fn(*args)
+    assert np.asarray(expected).dtype == dtype          # the table states NumPy's own rule
+    for _ in range(2):
+        assert_bitwise(expected, compiled(*args), tolerance={np.dtype(F32): (1e-6, 0.0),
+                                                             np.dtype(F64): (1e-15, 0.0)})
+
+
+def test_out_of_range_python_int_raises_like_numpy():
+    def add_big(a):
+        return a + 2**40
+
+    compiled = fusejit.compile(add_big)
+    with pytest.raises(OverflowError):
+        add_big(N32)
+    for _ in range(2):
+        with pytest.raises(OverflowError):
+            compiled(N32)

@@ -1,0 +1,30 @@
+"""Hypothesis profiles for the fuzzer and the counts its summary line prints.
+
+``fuzz-quick`` (the default, CI) draws 150 programs; ``FUSEJIT_FUZZ=long`` draws 10,000.
+"""
+import os
+from collections import Counter
+
+from hypothesis import HealthCheck, settings
+
+_COMMON = dict(deadline=None, print_blob=True,
+               suppress_health_check=(HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                      HealthCheck.data_too_large))
+settings.register_profile("fuzz-quick", max_examples=150, **_COMMON)
+settings.register_profile("fuzz-long", max_examples=10_000, **_COMMON)
+PROFILE = "fuzz-long" if os.environ.get("FUSEJIT_FUZZ") == "long" else "fuzz-quick"
+if os.environ.get("FUSEJIT_FUZZ_EXAMPLES"):       # a custom count, for exploring
+    settings.register_profile("fuzz-custom", settings.get_profile(PROFILE),
+                              max_examples=int(os.environ["FUSEJIT_FUZZ_EXAMPLES"]))
+    PROFILE = "fuzz-custom"
+
+COUNTS: Counter = Counter()
+
+
+def log_progress(program) -> None:
+    """``FUSEJIT_FUZZ_LOG=FILE``: append each program (and the running counts) as it starts,
+    so a long run shows where it is and what it was doing if it dies."""
+    path = os.environ.get("FUSEJIT_FUZZ_LOG")
+    if path:
+        with open(path, "a") as log:
+            log.write(f"# {dict(COUNTS)}\n{program.source()}\n")

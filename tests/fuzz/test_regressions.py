@@ -1,0 +1,43 @@
+"""Shrunk failures found by the fuzzer and the edge-case tables: one named test each.
+
+Each test is the minimal program, checked with the same differential oracle as the fuzzer
+(``differential.check``: 3 calls, trace then replays). The comment names the bug and the
+module that is wrong. They stay plain tests (never xfail): a failing one is an open bug.
+"""
+import numpy as np
+
+from tests.fuzz.differential import check
+
+
+def _calls(*arrays):
+    """Inputs for each call: the same arrays (copied by ``check``) on every call."""
+    return lambda call: list(arrays)
+
+
+def test_gather_constant_index_into_size_one_axis():
+    # ir/ops.py infer_types: shape rules of gather/setitem/scatter_add run NumPy on stand-in
+    # inputs filled with ones, so the stand-in *index array* holds 1 and is out of bounds for an
+    # axis of size 1 -> FusejitError("internal: IndexError"). Module: ir (tracer-facing op rule).
+    def program(a0):
+        return a0[np.array([0], dtype=np.intp)]
+
+    check(program, lambda call: [np.full(1, call, np.float32)], inexact=False)
+
+
+def test_gather_index_array_argument_into_size_one_axis():
+    # Same bug through an integer-array argument (``x[i % 1]``): infer_types stand-in index 1.
+    def program(a0, a1):
+        return a0[a1 % 1] * 2
+
+    check(program, _calls(np.ones((1, 2), np.float32), np.array([3, -2], np.int64)),
+          inexact=False)
+
+
+def test_maximum_and_minimum_of_signed_zeros_return_the_second_operand():
+    # codegen (scalar templates for max/min in the prelude): on a tie NumPy returns the *second*
+    # operand (np.maximum(-0.0, 0.0) is +0.0, np.minimum(0.0, -0.0) is -0.0); the compiled
+    # kernel returns the first, so replays flip the sign of zero. The trace call is NumPy's own.
+    def program(a):
+        return np.maximum(a, 0.0), np.minimum(a, -0.0)
+
+    check(program, _calls(np.array([-0.0, 0.0, 1.0, -2.0], np.float32)), inexact=False)
