@@ -242,7 +242,8 @@ def infer_types(name: str, in_types, attrs) -> tuple[TensorType, ...]:
         return (_reduce_type(op, in_types[0], attr),)
     if name == "matmul":
         return (_matmul_type(*in_types),)
-    dummies = [np.broadcast_to(np.ones((), t.dtype), t.shape) for t in in_types]
+    # Zeros: a stand-in index array must be in bounds even on an axis of size 1.
+    dummies = [np.broadcast_to(np.zeros((), t.dtype), t.shape) for t in in_types]
     return tuple(TensorType(r.shape, r.dtype) for r in evaluate(name, dummies, attrs))
 
 
