@@ -97,7 +97,9 @@ def run_dump(args) -> int:
     import fusejit
     module, fn = load_function(args.function)
     call_args, call_kwargs = build_arguments(fn, args.arg, module)
-    compiled = fusejit.compile(fn, target=args.target)
+    # Tracing and the passes are the same for both targets; only the kernels differ, and the
+    # CUDA ones can be generated (and assembled with ptxas) without a GPU.
+    compiled = fusejit.compile(fn, target="cpu")
     entry = compiled.entry_for(*call_args, **call_kwargs)
     text = _dump_text(compiled, entry, args, call_args, call_kwargs)
     _emit(text, args.output)
@@ -107,8 +109,12 @@ def run_dump(args) -> int:
 def _dump_text(compiled, entry, args, call_args, call_kwargs) -> str:
     from .runtime.explain import STAGES, stage_text
     from .runtime.export import graph_dot, graph_json
-    if args.stage not in STAGES:
-        raise CliError(f"unknown stage {args.stage!r}; choose from {', '.join(STAGES)}")
+    if args.stage not in STAGES + ("ptx",):
+        raise CliError(f"unknown stage {args.stage!r}; choose from {', '.join(STAGES)}, ptx")
+    if args.target == "cuda" and args.stage in ("source", "ptx", "kernels"):
+        return _cuda_text(entry, args.stage)
+    if args.stage == "ptx":
+        raise CliError("--stage ptx needs --target cuda")
     if args.format != "text":
         graph = _stage_graph(entry, args.stage)
         return graph_json(graph) if args.format == "json" else graph_dot(graph)
@@ -120,6 +126,25 @@ def _dump_text(compiled, entry, args, call_args, call_kwargs) -> str:
                 for r in explanation.refusals]
         parts.append("refused fusions:\n" + ("\n".join(rows) if rows else "  (none)") + "\n")
     return "\n".join(parts)
+
+
+def _cuda_text(tree, stage) -> str:
+    from .codegen.numba_cuda import ptx_report
+    from .runtime.cuda import lower_cuda
+    from .runtime.explain import primary
+    entry = primary(tree)
+    if not hasattr(entry, "pipeline"):
+        raise CliError(f"this signature runs eagerly: {entry.reason}")
+    kernels = lower_cuda(entry.pipeline.graph).kernels
+    blocks = []
+    for kernel in kernels:
+        if getattr(kernel, "kind", "") == "host":
+            blocks.append(f"# {kernel.name}: runs on the host ({kernel.reason})")
+        elif stage == "ptx":
+            blocks.append(f"{kernel.ptx()}\n{ptx_report(kernel)}")
+        else:
+            blocks.append(kernel.source)
+    return "\n\n".join(blocks) + "\n"
 
 
 def _stage_graph(tree, stage):

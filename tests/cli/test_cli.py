@@ -120,3 +120,24 @@ def test_demo_small():
     result = fusejit("demo", "--size", "small", "--repeat", "2")
     assert result.returncode == 0, result.stderr
     assert "fused kernels" in result.stdout and "speedup" in result.stdout
+
+
+def test_dump_cuda_source_and_ptx_without_a_gpu():
+    softmax = f"{ROOT}/bench/models/softmax.py:softmax"
+    result = fusejit("dump", softmax, "--arg", "x=f32[8,32]", "--target", "cuda",
+                     "--stage", "source")
+    assert result.returncode == 0, result.stderr
+    assert "target=cuda" in result.stdout and "cuda.jit" in result.stdout
+    result = fusejit("dump", softmax, "--arg", "x=f32[8,32]", "--target", "cuda",
+                     "--stage", "ptx")
+    assert result.returncode == 0, result.stderr
+    assert ".target sm_90" in result.stdout and "0 bytes spill stores" in result.stdout
+
+
+def test_log_topics_go_to_stderr_through_logging():
+    env_log = dict(os.environ, PYTHONPATH=str(ROOT), FUSEJIT_LOG="trace,fusion")
+    result = subprocess.run([sys.executable, "-m", "fusejit", "dump", GELU, "--arg",
+                             "x=f32[4,4]"], capture_output=True, text=True, env=env_log,
+                            cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "fusejit.trace: gelu: traced" in result.stderr
