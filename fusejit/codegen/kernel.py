@@ -169,24 +169,32 @@ class CompiledKernel:
         self.out_types = tuple(v.type for v in node.outputs)
         self.in_shapes = tuple(v.type.shape for v in node.inputs)
         self.sizes = tuple(int(d) for d in plan.space_shape)
+        self._large = int(np.prod(self.sizes)) >= PARALLEL_MIN_ELEMENTS
+        self._out_specs = tuple((t.shape or (1,), t.shape, t.dtype) for t in self.out_types)
 
     def __repr__(self):
         return f"CompiledKernel({self.name}, key={self.key})"
 
     def __call__(self, *inputs, out=None, parallel=None):
+        # The replay hot path: every allocation and check here is paid on each call.
         if len(inputs) != len(self.in_shapes):
             raise TypeError(f"{self.name} takes {len(self.in_shapes)} inputs, got {len(inputs)}")
-        arrays = [_as_kernel_array(x, shape) for x, shape in zip(inputs, self.in_shapes,
-                                                                  strict=True)]
-        outs = out if out is not None else tuple(
-            np.empty(t.shape, t.dtype) for t in self.out_types)
-        views = [o.reshape(padded(o.shape)) if o.ndim == 0 else o for o in outs]
+        arrays = [x if type(x) is np.ndarray and x.shape == shape and x.ndim
+                  else _as_kernel_array(x, shape)
+                  for x, shape in zip(inputs, self.in_shapes, strict=True)]
+        if out is None:
+            views = [np.empty(padded_shape, dtype) for padded_shape, _, dtype in self._out_specs]
+            outs = tuple(v if shape else v.reshape(()) for v, (_, shape, _) in
+                         zip(views, self._out_specs, strict=True))
+        else:
+            outs = tuple(out)
+            views = [o.reshape(padded(o.shape)) if o.ndim == 0 else o for o in outs]
         self._function(parallel)(*self.sizes, *arrays, *views)
-        return tuple(outs)
+        return outs
 
     def _function(self, parallel):
         if parallel is None:
-            parallel = int(np.prod(self.sizes)) >= PARALLEL_MIN_ELEMENTS
+            parallel = self._large
         return self.module.kernel_parallel if parallel else self.module.kernel_serial
 
 
