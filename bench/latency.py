@@ -1,12 +1,15 @@
-"""Latency figures: ``python -m bench.latency``.
+"""Compile latency: ``python -m bench.latency [--layers 12] [--json]``.
 
-- cold compile: first call in a fresh process with empty ``FUSEJIT_CACHE_DIR`` and
-  ``NUMBA_CACHE_DIR`` (trace + optimize + codegen + Numba compile + run);
-- warm start: first call in another fresh process reusing that cache (disk hits);
-- new-shape retrace: same process, a second input shape (expect a trace, no new kernels);
-- dispatch overhead: a cache-hit call on 4x4 inputs, against the eager call.
+For the GPT-2 block and a multi-layer GPT-2 forward (bench sizes: seq 128, n_embd 768,
+12 heads), each measured in fresh processes so that nothing is shared but the disk cache:
 
-Each process measurement runs ``python -c PROBE`` so that no import or cache is shared.
+- cold: empty ``FUSEJIT_CACHE_DIR`` and ``NUMBA_CACHE_DIR``; the first call (trace: the body
+  runs eagerly and is recorded) and the first replay (optimize, generate, Numba-compile, run);
+- warm: a new process over the cache the cold run filled (Numba disk-cache hits);
+- new shape: in the warm process, a new sequence length: trace + replay, kernels compiled;
+- dispatch: a cache-hit call of a 5-kernel program on 4x4 inputs, against the eager call.
+
+Figures are wall-clock seconds on this machine; quote them with the machine's load in mind.
 """
 from __future__ import annotations
 
@@ -16,109 +19,126 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-
-import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# Runs in a child process: prints one JSON line with its timings and fusejit's cache counters.
-PROBE = """
+# Runs in a child process: prints one JSON line of timings and cache counters.
+PROBE = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
 import fusejit
-from bench.models import load
-t1 = time.perf_counter()
-fn, make_inputs = load(sys.argv[1])
-args, kwargs = make_inputs(size="small")
+from bench.models import gpt2_block as m
+t_import = time.perf_counter() - t0
+which, layers = sys.argv[1], int(sys.argv[2])
+
+def inputs(seq):
+    if which == "block":
+        (x, p, n_head), kw = m.make_inputs(size="bench")
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((seq, x.shape[1])).astype(np.float32)
+        return (x, p, n_head)
+    (ids, params, n_head), kw = m.make_gpt2_inputs(size="bench")
+    params = dict(params, blocks=[params["blocks"][0]] * layers)
+    return (np.arange(seq) % params["wte"].shape[0], params, n_head)
+
+fn = m.block if which == "block" else m.gpt2
 compiled = fusejit.compile(fn)
-t2 = time.perf_counter()
-compiled(*args, **kwargs)
-t3 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "first_call_s": t3 - t2,
-                  "cache_info": dict(compiled.cache_info())}))
+args = inputs(128)
+t = time.perf_counter(); compiled(*args); first = time.perf_counter() - t
+t = time.perf_counter(); compiled(*args); replay = time.perf_counter() - t
+t = time.perf_counter(); fn(*args); eager = time.perf_counter() - t
+before = compiled.cache_info()["kernels_compiled"]
+args64 = inputs(64)
+t = time.perf_counter(); compiled(*args64); compiled(*args64); new_shape = time.perf_counter() - t
+print(json.dumps({"import_s": t_import, "first_call_s": first, "first_replay_s": replay,
+                  "eager_call_s": eager, "to_first_replay_s": t_import + first + replay,
+                  "new_shape_s": new_shape,
+                  "new_shape_kernels_compiled": compiled.cache_info()["kernels_compiled"] - before,
+                  "cache_info": compiled.cache_info()}))
+"""
+
+DISPATCH = r"""
+import json, time
+import numpy as np
+import fusejit
+
+def five_kernels(x, y):
+    a = np.tanh(x) * y + 1.0                     # elementwise, then a row-sum reduction
+    b = a.sum(axis=0)
+    c = np.exp(x - x.max(axis=1, keepdims=True))
+    c = c / c.sum(axis=1, keepdims=True)         # one row-persistent softmax kernel
+    d = np.maximum(a @ y, 0)                     # BLAS + epilogue
+    e = (d * 2).argmax(axis=0)
+    return b + d.min(axis=0), c, e, np.sqrt(np.abs(y)).sum()
+
+x, y = np.random.rand(4, 4), np.random.rand(4, 4)
+f = fusejit.compile(five_kernels)
+f(x, y); f(x, y)
+def median(call, n=3000):
+    samples = []
+    for _ in range(n):
+        t = time.perf_counter(); call(); samples.append(time.perf_counter() - t)
+    return sorted(samples)[n // 2]
+eager, compiled = median(lambda: five_kernels(x, y)), median(lambda: f(x, y))
+print(json.dumps({"kernels": len(f.explain(x, y).kernels), "eager_us": eager * 1e6,
+                  "compiled_us": compiled * 1e6}))
 """
 
 
-def run_probe(model, env) -> dict:
-    proc = subprocess.run([sys.executable, "-c", PROBE, model], env=env, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=600)
+def run_child(code, args, env) -> dict:
+    proc = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
+        tail = proc.stderr.strip().splitlines()[-3:] if proc.stderr else ["failed"]
+        return {"error": " | ".join(tail)}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def cold_and_warm(model) -> dict:
+def cold_and_warm(which: str, layers: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="fusejit-latency-") as tmp:
-        env = dict(os.environ, FUSEJIT_CACHE_DIR=f"{tmp}/fusejit", NUMBA_CACHE_DIR=f"{tmp}/numba")
-        cold = run_probe(model, env)
-        warm = run_probe(model, env)
+        env = dict(os.environ, FUSEJIT_CACHE_DIR=f"{tmp}/fusejit",
+                   NUMBA_CACHE_DIR=f"{tmp}/numba", PYTHONPATH=str(REPO_ROOT))
+        cold = run_child(PROBE, [which, str(layers)], env)
+        warm = run_child(PROBE, [which, str(layers)], env)
     return {"cold": cold, "warm": warm}
 
 
-def median_seconds(call, repeats):
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
-
-
-def retrace(model) -> dict:
-    import fusejit
-
-    from .models import load
-
-    fn, make_inputs = load(model)
-    compiled = fusejit.compile(fn)
-    (x, *rest), kwargs = make_inputs(size="small")
-    compiled(x, *rest, **kwargs)
-    before = dict(compiled.cache_info())
-    bigger = np.concatenate([x, x])                      # a new leading dimension
-    start = time.perf_counter()
-    compiled(bigger, *rest, **kwargs)
-    seconds = time.perf_counter() - start
-    after = dict(compiled.cache_info())
-    return {"retrace_s": seconds, "cache_info_before": before, "cache_info_after": after}
-
-
-def dispatch(model, repeats=2000) -> dict:
-    import fusejit
-
-    from .models import load
-
-    fn, make_inputs = load(model)
-    args, kwargs = make_inputs(size="small")
-    args = tuple(a[:4, :4] if isinstance(a, np.ndarray) and a.ndim == 2 else a for a in args)
-    compiled = fusejit.compile(fn)
-    compiled(*args, **kwargs)
-    eager_s = median_seconds(lambda: fn(*args, **kwargs), repeats)
-    compiled_s = median_seconds(lambda: compiled(*args, **kwargs), repeats)
-    return {"eager_us": eager_s * 1e6, "compiled_us": compiled_s * 1e6,
-            "overhead_us": (compiled_s - eager_s) * 1e6}
-
-
-def guarded(name, measure, *args):
-    try:
-        return measure(*args)
-    except Exception as exc:  # the runtime may not exist yet: report, don't crash
-        return {"error": f"{name}: {type(exc).__name__}: {exc}"}
+def summary_rows(results) -> list[str]:
+    rows = [f"{'workload':<14} {'run':<5} {'import':>7} {'trace':>7} {'replay1':>8} "
+            f"{'total':>7} {'eager':>7} {'new shape':>10} {'new kernels':>11}"]
+    for name in ("block", "gpt2"):
+        for run in ("cold", "warm"):
+            r = results[name][run]
+            if "error" in r:
+                rows.append(f"{name:<14} {run:<5} error: {r['error']}")
+                continue
+            rows.append(f"{name:<14} {run:<5} {r['import_s']:>7.2f} {r['first_call_s']:>7.2f} "
+                        f"{r['first_replay_s']:>8.2f} {r['to_first_replay_s']:>7.2f} "
+                        f"{r['eager_call_s']:>7.3f} {r['new_shape_s']:>10.2f} "
+                        f"{r['new_shape_kernels_compiled']:>11}")
+    d = results["dispatch"]
+    rows.append("dispatch (5-kernel program, 4x4): " + (
+        d.get("error") or f"{d['compiled_us']:.1f} us compiled vs {d['eager_us']:.1f} us "
+                          f"eager ({d['kernels']} kernels)"))
+    return rows
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__)
-    parser.add_argument("--model", default="gelu", help="workload (default: gelu)")
+    parser.add_argument("--layers", type=int, default=12, help="GPT-2 layers (default 12)")
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    results = {
-        "model": args.model,
-        **guarded("cold/warm", cold_and_warm, args.model),
-        "new_shape": guarded("retrace", retrace, args.model),
-        "dispatch_4x4": guarded("dispatch", dispatch, args.model),
-    }
-    print(json.dumps(results, indent=2, sort_keys=True))
+    results = {"block": cold_and_warm("block", 1), "gpt2": cold_and_warm("gpt2", args.layers),
+               "dispatch": run_child(DISPATCH, [], dict(os.environ,
+                                                        PYTHONPATH=str(REPO_ROOT)))}
+    if args.json:
+        print(json.dumps(results, indent=2, sort_keys=True))
+    else:
+        print(f"seconds; GPT-2 at seq 128, n_embd 768, 12 heads; gpt2 = {args.layers} layers; "
+              "new shape = seq 64")
+        print("\n".join(summary_rows(results)))
     return 0
 
 

@@ -71,10 +71,34 @@ class Program:
         np.copyto(target, value)
 
     def run(self, inputs) -> list:
-        slots = [None] * self.n_slots
+        slots = self._initial_slots()
         slots[: self.n_inputs] = inputs
-        for slot, value in self.constants.items():
-            slots[slot] = value
+        if self.compiled and not self.checks:
+            self._run_steps(slots)
+        else:
+            self._run_checked(slots)
+        constants = self.constants
+        return [np.array(slots[i]) if i in constants else slots[i] for i in self.outputs]
+
+    def _initial_slots(self) -> list:
+        template = self.__dict__.get("_template")
+        if template is None:  # built once: the slot list with the literals already in place
+            template = [None] * self.n_slots
+            for slot, value in self.constants.items():
+                template[slot] = value
+            self._template = template
+        return template.copy()
+
+    def _run_steps(self, slots) -> None:
+        """The replay hot path: no guards, kernels already compiled."""
+        for step in self.steps:
+            results = step.fn(*[slots[i] for i in step.inputs])
+            for slot, value in zip(step.outputs, results):
+                slots[slot] = value
+            for slot in step.frees:
+                slots[slot] = None
+
+    def _run_checked(self, slots) -> None:
         checks = self.checks
         if -1 in checks:
             _check(checks[-1], slots)
@@ -92,7 +116,6 @@ class Program:
         if progress is not None:
             progress.close()
             self.compiled = True
-        return [np.array(slots[i]) if i in self.constants else slots[i] for i in self.outputs]
 
 
 def _check(guards, slots) -> None:
