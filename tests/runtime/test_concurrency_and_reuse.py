@@ -1,0 +1,67 @@
+"""Compile once: concurrent first calls, identical layers, new shapes."""
+import threading
+
+import numpy as np
+
+import fusejit
+from bench.models import gpt2_block
+from tests.oracle import assert_same
+
+
+def test_eight_threads_first_calling_one_function_trace_it_once():
+    traced = []
+
+    @fusejit.compile
+    def scaled_softmax(x):
+        traced.append(1)
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    barrier, results, errors = threading.Barrier(8), [None] * 8, []
+
+    def call(i):
+        try:
+            barrier.wait()
+            results[i] = scaled_softmax(x)
+        except Exception as exc:  # noqa: BLE001 -- reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(traced) == 1 and scaled_softmax.cache_info()["traces"] == 1
+    for result in results:
+        assert_same(scaled_softmax.fn(x), result)
+
+
+def test_identical_gpt2_layers_compile_each_kernel_once():
+    (ids, params, n_head), _ = gpt2_block.make_gpt2_inputs(size="small")
+    one = dict(params, blocks=params["blocks"][:1])
+    four = dict(params, blocks=[params["blocks"][0]] * 4)
+    single, deep = fusejit.compile(gpt2_block.gpt2), fusejit.compile(gpt2_block.gpt2)
+    single(ids, one, n_head)
+    single(ids, one, n_head)
+    deep(ids, four, n_head)
+    deep(ids, four, n_head)
+    kernels_per_layer = len(single.explain(ids, one, n_head).kernels)
+    assert len(deep.explain(ids, four, n_head).kernels) > 3 * kernels_per_layer // 2
+    assert deep.cache_info()["kernels_compiled"] == 0  # every structure already existed
+    assert_same(gpt2_block.gpt2(ids, four, n_head), deep(ids, four, n_head))
+
+
+def test_new_sequence_length_traces_again_and_compiles_nothing():
+    (ids, params, n_head), _ = gpt2_block.make_gpt2_inputs(size="small")
+    compiled = fusejit.compile(gpt2_block.gpt2)
+    compiled(ids, params, n_head)
+    compiled(ids, params, n_head)
+    before = compiled.cache_info()
+    shorter = ids[: len(ids) // 2]
+    assert_same(gpt2_block.gpt2(shorter, params, n_head), compiled(shorter, params, n_head))
+    assert_same(gpt2_block.gpt2(shorter, params, n_head), compiled(shorter, params, n_head))
+    after = compiled.cache_info()
+    assert after["traces"] == before["traces"] + 1
+    assert after["kernels_compiled"] == before["kernels_compiled"]
