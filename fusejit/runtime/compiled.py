@@ -190,8 +190,9 @@ class CompiledFunction:
         return self._entries[key]
 
     def explain(self, *args, **kwargs):
-        from .explain import explain_entry
-        return explain_entry(self, self.entry_for(*args, **kwargs))
+        from .explain import describe_arguments, explain_entry
+        return explain_entry(self, self.entry_for(*args, **kwargs),
+                             describe_arguments(self._signature, args, kwargs))
 
     def ir(self, *args, stage="optimized", **kwargs) -> str:
         from .explain import stage_text

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import Graph, Node, ops, print_graph
+from ..ir.types import SUPPORTED_DTYPES as SUPPORTED
 from ..passes import DEFAULT_PIPELINE, run_pipeline
 from .entries import CompiledEntry
 
@@ -98,11 +99,11 @@ def primary(tree):
     return tree.paths[0] if tree.paths else tree.eager
 
 
-def explain_entry(compiled, tree) -> Explanation:
+def explain_entry(compiled, tree, signature="") -> Explanation:
     cache = compiled.cache_info()
     entry = primary(tree)
     if not isinstance(entry, CompiledEntry):
-        return Explanation(compiled.__qualname__, "", "eager", _eager_reason(entry),
+        return Explanation(compiled.__qualname__, signature, "eager", _eager_reason(entry),
                            cache=cache)
     result = _explain_path(compiled, entry, cache)
     result.paths = [_path_text(i, path) for i, path in enumerate(tree.paths)]
@@ -114,10 +115,25 @@ def explain_entry(compiled, tree) -> Explanation:
 def _path_text(index, path) -> str:
     guards = getattr(path.trace, "guards", ())
     lines = [f"path {index}: {len(guards)} guards, {path.hits} replays"]
-    for guard in guards:
+    for guard, repeats in _runs(guards):
         code = f"  `{guard.loc.code}`" if guard.loc is not None and guard.loc.code else ""
-        lines.append(f"    {guard.convert}() == {guard.expected!r} at {_loc(guard.loc)}{code}")
+        times = f" (x{repeats})" if repeats > 1 else ""
+        lines.append(f"    {guard.convert}() == {guard.expected!r}{times} at "
+                     f"{_loc(guard.loc)}{code}")
     return "\n".join(lines)
+
+
+def _runs(guards):
+    """Consecutive identical guards (a loop's condition holding N times) print as one line."""
+    runs: list[list] = []
+    for guard in guards:
+        same = runs and (runs[-1][0].convert, runs[-1][0].expected, runs[-1][0].loc) == (
+            guard.convert, guard.expected, guard.loc)
+        if same:
+            runs[-1][1] += 1
+        else:
+            runs.append([guard, 1])
+    return runs
 
 
 def _explain_path(compiled, entry, cache) -> Explanation:
@@ -143,7 +159,9 @@ def _classify(node: Node, result: Explanation) -> None:
         result.kernels.append(kernel_info(node))
         return
     kind = ops.get(node.op).kind
-    if kind == ops.MATMUL:
+    if node.op == "host":
+        result.host_ops.append(HostCall(node.attr.get("name", "host"), node.loc, "NumPy call"))
+    elif kind == ops.MATMUL:
         result.blas_calls.append(HostCall(node.op, node.loc, "BLAS call"))
     elif kind == ops.VIEW:
         result.views += 1
@@ -199,3 +217,24 @@ def kernels_text(entry) -> str:
 def _memory_text(entry) -> str:
     memory = entry.pipeline.stats.get("plan_memory", {})
     return "\n".join(f"{k}: {v}" for k, v in sorted(memory.items()) if k != "last_use") + "\n"
+
+
+def describe_arguments(signature, args, kwargs) -> str:
+    """``x: f32[4,8], n_head: 12`` -- for signatures that have no traced graph to show."""
+    try:
+        bound = signature.bind(*args, **kwargs).arguments
+    except TypeError:
+        bound = {f"arg{i}": a for i, a in enumerate(args)} | kwargs
+    return ", ".join(f"{name}: {_describe(value)}" for name, value in bound.items())
+
+
+def _describe(value) -> str:
+    import numpy as np
+
+    from ..ir.types import TensorType
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype in SUPPORTED:
+        return str(TensorType(np.shape(value), value.dtype))
+    if isinstance(value, (dict, list, tuple)):
+        return f"{type(value).__name__}[{len(value)}]"
+    text = repr(value)
+    return text if len(text) <= 24 else f"<{type(value).__name__}>"

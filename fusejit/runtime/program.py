@@ -93,7 +93,7 @@ class Program:
         """The replay hot path: no guards, kernels already compiled."""
         for step in self.steps:
             results = step.fn(*[slots[i] for i in step.inputs])
-            for slot, value in zip(step.outputs, results):
+            for slot, value in zip(step.outputs, results, strict=False):
                 slots[slot] = value
             for slot in step.frees:
                 slots[slot] = None
