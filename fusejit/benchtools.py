@@ -30,6 +30,31 @@ def peak_bytes(fn, args, kwargs) -> int:
         tracemalloc.stop()
 
 
+def compile_latency(function: str, specs) -> dict:
+    """Cold (empty cache) and warm (that cache, new process) first-call latency."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    command = [sys.executable, "-m", "fusejit.benchprobe", function]
+    for spec in specs:
+        command += ["--arg", spec]
+    result = {}
+    with tempfile.TemporaryDirectory(prefix="fusejit-bench-") as tmp:
+        env = dict(os.environ, FUSEJIT_CACHE_DIR=tmp)
+        for run in ("cold", "warm"):
+            done = subprocess.run(command, env=env, capture_output=True, text=True,
+                                  timeout=900)
+            if done.returncode != 0:
+                raise RuntimeError(f"{run} compile probe failed: {done.stderr.strip()[-300:]}")
+            timings = json.loads(done.stdout.strip().splitlines()[-1])
+            result[f"{run}_first_result_s"] = round(timings["trace_s"], 4)
+            result[f"{run}_to_first_replay_s"] = round(
+                timings["trace_s"] + timings["first_replay_s"], 4)
+    return result
+
+
 def bench_function(compiled, fn, args, kwargs, repeat=20) -> dict:
     start = time.perf_counter()
     expected = fn(*args, **kwargs)

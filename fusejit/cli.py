@@ -192,10 +192,11 @@ def run_bench(args) -> int:
 def _bench_function(args) -> int:
     import fusejit
 
-    from .benchtools import bench_function
+    from .benchtools import bench_function, compile_latency
     module, fn = load_function(args.function)
     call_args, call_kwargs = build_arguments(fn, args.arg, module)
-    report = bench_function(fusejit.compile(fn), fn, call_args, call_kwargs, args.repeat)
+    report = compile_latency(args.function, args.arg)
+    report.update(bench_function(fusejit.compile(fn), fn, call_args, call_kwargs, args.repeat))
     print(json.dumps(report, indent=2) if args.json else report_text(report))
     return 0
 

@@ -46,8 +46,11 @@ def cache_dir() -> Path:
 
     When it cannot be written (a read-only home, say), a private temporary directory serves
     this process instead, with one warning: compiling still works, it just is not kept."""
-    path = cache_root() / version_tag()
+    root = cache_root()
+    path = root / version_tag()
     try:
+        if not root.exists():
+            root.mkdir(parents=True, mode=0o700)  # private to the user: it holds code we import
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         if os.access(path, os.W_OK):
             return path

@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,6 +18,14 @@ class TreeDef:
     kind: str
     meta: object = None
     children: tuple[TreeDef, ...] = ()
+    digest: int = field(default=0, compare=False, repr=False)
+
+    def __post_init__(self):
+        # Cache keys hash a TreeDef on every call: compute the hash once, bottom-up.
+        object.__setattr__(self, "digest", hash((self.kind, self.meta, self.children)))
+
+    def __hash__(self):
+        return self.digest
 
     @property
     def num_leaves(self) -> int:
@@ -66,6 +74,8 @@ def _flatten(tree, leaves: list) -> TreeDef:
 
 
 def unflatten(treedef: TreeDef, leaves):
+    if treedef is LEAF and len(leaves) == 1:
+        return leaves[0]
     it = iter(leaves)
     tree = _unflatten(treedef, it)
     if next(it, _END) is not _END:

@@ -114,6 +114,7 @@ def test_bench_one_function_as_json():
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["kernels"] == 1 and report["speedup"] > 0
+    assert report["warm_to_first_replay_s"] > 0 and report["cold_first_result_s"] > 0
 
 
 def test_demo_small():
