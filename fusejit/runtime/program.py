@@ -4,12 +4,13 @@ Replay runs each step (a fused kernel, a BLAS call, a NumPy view or a host copy)
 intermediate buffer after its last use, then rebuilds the user's result."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, ops
+from .arena import Arena, arena_offsets
 from .progress import Progress
 
 
@@ -20,6 +21,7 @@ class Step:
     outputs: tuple[int, ...]   # slots written
     frees: tuple[int, ...]     # slots whose last use is this step
     node: Node
+    in_arena: bool = False     # a kernel whose outputs live in the program's arena
 
 
 class GuardFailed(Exception):
@@ -64,6 +66,7 @@ class Program:
     kernels: list = field(default_factory=list)
     checks: dict = field(default_factory=dict)   # step index (-1: before any) -> [GuardCheck]
     compiled: bool = False                       # set after the first run compiled the kernels
+    arena: Arena | None = None                   # intermediates' storage, reused across calls
 
     @staticmethod
     def write_back(target, value) -> None:
@@ -91,8 +94,12 @@ class Program:
 
     def _run_steps(self, slots) -> None:
         """The replay hot path: no guards, kernels already compiled."""
-        for step in self.steps:
-            results = step.fn(*[slots[i] for i in step.inputs])
+        arena = self.arena
+        for index, step in enumerate(self.steps):
+            if step.in_arena:
+                results = step.fn(*[slots[i] for i in step.inputs], out=arena.views(index))
+            else:
+                results = step.fn(*[slots[i] for i in step.inputs])
             for slot, value in zip(step.outputs, results, strict=False):
                 slots[slot] = value
             for slot in step.frees:
@@ -104,7 +111,10 @@ class Program:
             _check(checks[-1], slots)
         progress = None if self.compiled else Progress(len(self.steps), self.graph.name)
         for index, step in enumerate(self.steps):
-            results = step.fn(*[slots[i] for i in step.inputs])
+            if step.in_arena:
+                results = step.fn(*[slots[i] for i in step.inputs], out=self.arena.views(index))
+            else:
+                results = step.fn(*[slots[i] for i in step.inputs])
             if progress is not None:
                 progress.step(getattr(step.fn, "name", ""))
             for slot, value in zip(step.outputs, results, strict=True):
@@ -157,9 +167,24 @@ def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
                           tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
     steps = _attach_frees(raw_steps, set(outputs), len(graph.inputs), set(constants))
+    steps, arena = _plan_arena(graph, steps) if target == "cpu" else (steps, None)
     checks = _place_checks(guards, outputs, raw_steps)
     return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels,
-                   checks)
+                   checks, arena=arena)
+
+
+def _plan_arena(graph: Graph, steps: list[Step]):
+    """Kernels all of whose outputs may live in the arena write there instead of allocating."""
+    offsets, size = arena_offsets(graph)
+    layouts = {}
+    for index, step in enumerate(steps):
+        outs = step.node.outputs
+        if step.node.op == "fused" and outs and all(v in offsets for v in outs):
+            layouts[index] = tuple((offsets[v], v.type.shape, v.type.dtype) for v in outs)
+    if not layouts:
+        return steps, None
+    steps = [replace(step, in_arena=index in layouts) for index, step in enumerate(steps)]
+    return steps, Arena(size, layouts)
 
 
 def _place_checks(guards, outputs, raw_steps) -> dict[int, list[GuardCheck]]:

@@ -1,0 +1,82 @@
+"""A per-thread memory arena for intermediate kernel outputs, reused across calls.
+
+Fresh NumPy buffers for large intermediates cost a page fault per 4 KiB page on every call;
+the arena is allocated once per thread and each intermediate gets a fixed, 64-byte aligned
+offset in it (first fit over buffer lifetimes, so buffers live at the same time never overlap).
+Only buffers the caller can never see qualify: not graph outputs, not viewed by an output, not
+handed to an opaque NumPy call (which might keep a view of it).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..ir import Graph, Var
+from ..passes.plan_memory import lifetimes, view_parents
+
+ALIGN = 64
+
+
+def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int]:
+    """Offsets for the fused-kernel outputs that may live in the arena, and the arena size."""
+    spans = {var: span for var, span in lifetimes(graph).items() if var in _eligible(graph)}
+    offsets: dict[Var, int] = {}
+    for var, (start, end) in sorted(spans.items(), key=lambda item: (item[1][0], item[0].uid)):
+        busy = sorted((offsets[o], offsets[o] + o.type.nbytes) for o, (s, e) in spans.items()
+                      if o in offsets and s <= end and start <= e)
+        offset = 0
+        for low, high in busy:
+            if offset + var.type.nbytes <= low:
+                break
+            offset = max(offset, _aligned(high))
+        offsets[var] = offset
+    size = max((offsets[v] + v.type.nbytes for v in offsets), default=0)
+    return offsets, size
+
+
+def _eligible(graph: Graph) -> set[Var]:
+    visible = set()
+    parents = view_parents(graph)
+    for value in graph.outputs:
+        while isinstance(value, Var):
+            visible.add(value)
+            value = parents.get(value)
+    handed_out = {v for node in graph.nodes if node.op == "host" for v in node.inputs}
+    for var in list(handed_out):  # a view handed to a host op exposes its base too
+        while var in parents:
+            var = parents[var]
+            handed_out.add(var)
+    return {out for node in graph.nodes if node.op == "fused" for out in node.outputs
+            if out not in visible and out not in handed_out and out.type.size > 0}
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // ALIGN) * ALIGN
+
+
+class Arena:
+    """Per-thread storage; ``views(step)`` gives that step's preallocated output arrays."""
+
+    def __init__(self, size: int, layouts: dict[int, tuple]):
+        self.size, self.layouts = size, layouts   # step index -> ((offset, shape, dtype), ...)
+        self.local = threading.local()
+
+    def views(self, step: int) -> tuple:
+        cached = getattr(self.local, "views", None)
+        if cached is None:
+            cached = self.local.views = self._build()
+        return cached[step]
+
+    def _build(self) -> dict[int, tuple]:
+        memory = np.empty(self.size + ALIGN, np.uint8)
+        base = (-memory.ctypes.data) % ALIGN
+        return {step: tuple(_view(memory, base + offset, shape, dtype)
+                            for offset, shape, dtype in layout)
+                for step, layout in self.layouts.items()}
+
+
+def _view(memory, offset, shape, dtype):
+    count = int(np.prod(shape, dtype=np.int64))
+    flat = memory[offset: offset + count * np.dtype(dtype).itemsize].view(dtype)
+    return flat.reshape(shape)
