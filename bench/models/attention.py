@@ -52,3 +52,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((seq, n_embd)).astype(dtype)
     return (x, make_params(rng, n_embd, dtype), n_head), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

@@ -36,3 +36,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
     w = (rng.standard_normal((c_out, c_in, k, k)) / np.sqrt(c_in * k * k)).astype(dtype)
     b = (0.1 * rng.standard_normal(c_out)).astype(dtype)
     return (x, w, b), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

@@ -21,3 +21,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
     shape = SIZES[size]
     a, b, c = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
     return (a, b, c), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

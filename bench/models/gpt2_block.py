@@ -112,3 +112,8 @@ def make_gpt2_inputs(dtype=np.float32, size="small", seed=0):
     }
     ids = rng.integers(0, n_vocab, size=seq)
     return (ids, params, n_head), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

@@ -18,3 +18,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
     g = (1 + 0.1 * rng.standard_normal(cols)).astype(dtype)
     b = (0.1 * rng.standard_normal(cols)).astype(dtype)
     return (x, g, b), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

@@ -42,3 +42,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
         "b": (0.1 * rng.standard_normal(4 * n_hidden)).astype(dtype),
     }
     return (xs, h, c, params), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

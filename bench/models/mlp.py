@@ -26,3 +26,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
     w2 = (rng.standard_normal((d_hidden, d_in)) / np.sqrt(d_hidden)).astype(dtype)
     b2 = (0.1 * rng.standard_normal(d_in)).astype(dtype)
     return (x, w1, b1, w2, b2), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

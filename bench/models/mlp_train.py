@@ -44,3 +44,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
         "b2": np.zeros(d_out, dtype=dtype),
     }
     return (x, y, params, 0.05), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

@@ -16,3 +16,8 @@ def make_inputs(dtype=np.float32, size="small", seed=0):
     rng = np.random.default_rng(seed)
     x = (3 * rng.standard_normal(SIZES[size])).astype(dtype)
     return (x,), {}
+
+
+def example_args():
+    """Small inputs for ``fusejit dump bench/models/<this file>.py:FUNC`` without ``--arg``."""
+    return make_inputs(size="small")

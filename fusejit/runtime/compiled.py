@@ -23,7 +23,16 @@ TARGETS = ("auto", "cpu", "cuda")
 
 def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_traces=8,
             fastmath=False, freeze=False):
-    """Compile a NumPy function. Usable as ``@compile`` or ``@compile(target="cpu", ...)``."""
+    """Compile a NumPy function. Usable as ``@compile`` or ``@compile(target="cpu", ...)``.
+
+    ``target``: "auto" (CUDA when a real GPU is usable, else CPU), "cpu" or "cuda".
+    ``static_argnames``: arguments that are never traced; their values join the cache key.
+    ``cache``: keep optimized programs on disk (``FUSEJIT_CACHE_DIR``); kernel sources are
+    always written there, since Numba can only cache functions that live in files.
+    ``max_traces``: trace paths per signature before it runs eagerly.
+    ``fastmath``: reserved; kernels are always IEEE-exact today (reductions reassociate only).
+    ``freeze``: not implemented yet (raises).
+    """
     options = dict(target=target, static_argnames=tuple(static_argnames), cache=cache,
                    max_traces=max_traces, fastmath=fastmath, freeze=freeze)
     if fn is None:
@@ -79,8 +88,10 @@ class CompiledFunction:
         except UntraceableInput as exc:
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
+        tried = 0
         if tree is not None:
-            result = tree.run(leaves) if tree.paths else MISS
+            tried = len(tree.paths)
+            result = tree.run(leaves) if tried else MISS
             if result is not MISS and result is not RETRACE:
                 self._stats["hits"] += 1
                 return result
@@ -88,7 +99,7 @@ class CompiledFunction:
                 tree.eager.calls += 1
                 self._stats["eager_calls"] += 1
                 return fn(*args, **kwargs)
-        return self._trace_and_compile(fn, key, leaves, args, kwargs)
+        return self._trace_and_compile(fn, key, leaves, args, kwargs, tried)
 
     def _split_static(self, args, kwargs):
         """``static_argnames`` become part of a partial: never traced, always in the key."""
@@ -105,10 +116,10 @@ class CompiledFunction:
         self._stats["eager_calls"] += 1
         return fn(*args, **kwargs)
 
-    def _trace_and_compile(self, fn, key, leaves, args, kwargs):
+    def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=0):
         with self._lock:
             tree = self._entries.setdefault(key, TraceTree())
-            if tree.paths and leaves is not None:  # another thread got here first
+            if len(tree.paths) > tried and leaves is not None:  # another thread added a path
                 result = tree.run(leaves)
                 if result is not MISS and result is not RETRACE:
                     self._stats["hits"] += 1
@@ -123,7 +134,11 @@ class CompiledFunction:
                 return self._too_many_paths(tree, fn, args, kwargs)
             started = time.perf_counter()
             host_args, host_kwargs, on_device = host_copies(args, kwargs)
-            recorded = trace(fn, host_args, host_kwargs, name=self.__name__)
+            try:
+                recorded = trace(fn, host_args, host_kwargs, name=self.__name__)
+            except Exception as exc:
+                _note_user_line(exc, self.__qualname__)
+                raise
             self._stats["traces"] += 1
             trace_log.debug("%s: traced %d ops in %.3f s (path %d of this signature)",
                             self.__qualname__, len(recorded.graph.nodes),
@@ -154,7 +169,8 @@ class CompiledFunction:
         tree.paths = [p for p in tree.paths if p not in stale]
         try:
             program, pipeline, counts = build_program(
-                recorded.graph, self.target, guards=getattr(recorded, "guards", ()))
+                recorded.graph, self.target, guards=getattr(recorded, "guards", ()),
+                disk_cache=self.cache)
         except FusejitError:
             raise
         except Exception as exc:
@@ -232,3 +248,26 @@ def _back_to_device(recorded, host_tree, leaves, on_device):
         if mutation.target == "arg" and mutation.index in on_device:
             copy_into(leaves[mutation.index], host_leaves[mutation.index])
     return to_device(recorded.result)
+
+
+def _note_user_line(exc: BaseException, name: str) -> None:
+    """NumPy's own exception, unchanged in type and message, plus a note naming the user's line.
+
+    (The body ran under NumPy while fusejit traced it, so the error is exactly eager NumPy's.)"""
+    import os
+
+    import numpy
+    skip = tuple(os.path.dirname(m.__file__) for m in (numpy, _fusejit_package()))
+    frame, where = exc.__traceback__, None
+    while frame is not None:
+        filename = frame.tb_frame.f_code.co_filename
+        if not filename.startswith(skip) and "scipy" not in filename:
+            where = f"{filename}:{frame.tb_lineno} ({frame.tb_frame.f_code.co_name})"
+        frame = frame.tb_next
+    if where is not None and hasattr(exc, "add_note"):
+        exc.add_note(f"fusejit: raised at {where} while tracing {name}")
+
+
+def _fusejit_package():
+    import fusejit
+    return fusejit

@@ -82,6 +82,8 @@ def _output(leaf, values, leaves, captured):
         value = values[leaf.index]
         if leaf.pyfloat:
             return float(value)
+        if getattr(leaf, "pyint", False):
+            return int(value)
         return value[()] if leaf.scalar else value
     if leaf.kind == "arg":
         return leaves[leaf.index]

@@ -215,8 +215,28 @@ def kernels_text(entry) -> str:
 
 
 def _memory_text(entry) -> str:
+    """The memory plan: buffers in schedule order with their lifetimes and arena offsets."""
+    from ..ir.printer import Namer
     memory = entry.pipeline.stats.get("plan_memory", {})
-    return "\n".join(f"{k}: {v}" for k, v in sorted(memory.items()) if k != "last_use") + "\n"
+    graph, namer = entry.pipeline.graph, Namer()
+    for var in graph.inputs:
+        namer.bind(var)
+    defined = {}
+    for index, node in enumerate(graph.nodes):
+        for var in node.outputs:
+            namer.bind(var)
+            defined[var] = index
+    arena = entry.program.arena
+    lines = [f"peak bytes held (outputs included): {memory.get('peak_bytes', 0)}",
+             f"eager NumPy peak estimate: {memory.get('eager_peak_bytes', 0)}",
+             f"arena: {arena.size if arena else 0} bytes, reused across calls (per thread)",
+             "buffer           type                  live (steps)  offset"]
+    last_use, offsets = memory.get("last_use", {}), memory.get("offsets", {})
+    for var, start in defined.items():
+        if var in offsets:
+            lines.append(f"{namer.names[var]:<16} {str(var.type):<21} {start:>4} .. "
+                         f"{last_use.get(var, start):<6} {offsets[var]:>8}")
+    return "\n".join(lines) + "\n"
 
 
 def describe_arguments(signature, args, kwargs) -> str:

@@ -10,9 +10,9 @@ from .program import lower
 log, fusion_log, cache_log = topic("compile"), topic("fusion"), topic("cache")
 
 
-def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
+def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), disk_cache=True):
     """Returns (program, pipeline_run, {"compiled": n, "reused": n})."""
-    run = _optimize(graph, target, pipeline)
+    run = _optimize(graph, target, pipeline, disk_cache)
     before = codegen.kernel_stats()
     if target == "cuda":
         from .cuda import lower_cuda
@@ -31,8 +31,10 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=()):
     return program, run, counts
 
 
-def _optimize(graph, target, pipeline) -> PipelineRun:
+def _optimize(graph, target, pipeline, disk_cache=True) -> PipelineRun:
     """Run the passes, or take their result from the disk cache."""
+    if not disk_cache:
+        return run_pipeline(graph, pipeline, verify_each=config.strict())
     key = program_cache.fingerprint(graph, target, pipeline)
     cached = program_cache.load(key)
     if cached is not None and len(cached[0].inputs) == len(graph.inputs):

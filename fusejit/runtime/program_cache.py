@@ -69,7 +69,7 @@ def store(key: str, value) -> None:
     blob = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     try:
         atomic_write(_path(key), blob)
-        evict(config.cache_dir(), max_bytes())
+        evict(config.cache_root(), max_bytes())  # old versions' entries age out too
     except OSError as exc:
         log.warning("cannot write the program cache (%s); continuing in memory", exc)
 
