@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 GELU = f"{ROOT}/bench/models/gelu.py:gelu"
 BLOCK = f"{ROOT}/bench/models/gpt2_block.py:block"
