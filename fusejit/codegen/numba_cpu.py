@@ -7,6 +7,14 @@ input's shape with the kept dims outer and the reduced dims inner: *inner* value
 are computed per input element, the accumulator lives in a local, and *outer* values (the
 reduction's result and the epilogue) are computed once per output element.
 
+Each kernel exists twice. The *row* variant (``kernel_serial``/``kernel_parallel``) reads every
+array whose last axis the innermost loop walks through a 1-d row retyped as C-contiguous
+(``crow``), so LLVM sees unit stride and vectorizes even when the operand is a strided NumPy
+view (a ``split`` or column slice of a matmul result: Numba types those ``A`` and never
+vectorizes them, measured 10x slower). It checks those rows' strides first and returns False,
+having done nothing, when one is not unit; the caller then runs the *strided* variant
+(``strided_serial``/``strided_parallel``), which indexes every array through its strides.
+
 Accumulators: f32 ``sum`` accumulates in f64 and rounds once (NumPy's pairwise f32 sum has the
 larger error); ``prod`` runs in the native dtype; max/min/argmax/argmin propagate the first NaN
 like NumPy; any/all take bools; argmax/argmin over several axes give the flat C-order index.
@@ -27,20 +35,42 @@ DECORATOR = '@numba.njit(cache=True, error_model="numpy", fastmath=False{extra})
 def generate_source(body: Graph) -> tuple[str, KernelPlan]:
     """The module source for ``body`` (no names, no shapes, no source lines) and its plan."""
     plan = plan_kernel(body)
-    lines = _loop_lines(plan, body)
     params = ", ".join(plan.size_names + plan.input_names + plan.output_names)
     text = [_file_header(plan), "import numba", "import numpy as np", "",
             "from fusejit.codegen.prelude import *  # noqa: F403", "", ""]
+    # A rank-1 elementwise space has no loop to hold the rows but the prange itself, and
+    # Numba's parfor loses stores through a row hoisted above it; 1-d views that are
+    # unit-stride are C-contiguous already, so they gain nothing from rows anyway.
+    row_emitter = _Emitter(plan, body, rows=plan.reduce is not None or plan.rank > 1)
+    row_lines = _loop_lines(row_emitter)
+    strided_lines = _loop_lines(_Emitter(plan, body, rows=False))
+    if not row_emitter.row_arrays:  # no array walked along its last axis: one variant
+        text += _functions("kernel", params, strided_lines, plan)
+        return "\n".join(text + _aliases("strided", "kernel")).rstrip() + "\n", plan
+    checks = " and ".join(f"unit_row({name})" for name in sorted(row_emitter.row_arrays))
+    guard = [f"{INDENT}if not ({checks}):", f"{INDENT * 2}return False"]
+    text += _functions("kernel", params, guard + row_lines, plan)
+    text += _functions("strided", params, strided_lines, plan)
+    return "\n".join(text).rstrip() + "\n", plan
+
+
+def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan) -> list[str]:
+    """``{prefix}_serial`` and ``{prefix}_parallel`` (an alias without a parallel loop); both
+    return True once they have run."""
+    text = []
     for variant, extra in (("serial", ""), ("parallel", ", parallel=True")):
         if variant == "parallel" and not plan.has_parallel_loop:
-            text += ["kernel_parallel = kernel_serial", ""]
-            continue
+            return text + [f"{prefix}_parallel = {prefix}_serial", ""]
         text.append(DECORATOR.format(extra=extra))
-        text.append(f"def kernel_{variant}({params}):")
+        text.append(f"def {prefix}_{variant}({params}):")
         loop = "numba.prange" if variant == "parallel" else "range"
         text += [line.replace("$RANGE0", loop).replace("$RANGE", "range") for line in lines]
-        text += ["", ""]
-    return "\n".join(text).rstrip() + "\n", plan
+        text += [f"{INDENT}return True", "", ""]
+    return text
+
+
+def _aliases(alias: str, target: str) -> list[str]:
+    return ["", f"{alias}_serial = {target}_serial", f"{alias}_parallel = {target}_parallel", ""]
 
 
 def _file_header(plan: KernelPlan) -> str:
@@ -50,11 +80,13 @@ def _file_header(plan: KernelPlan) -> str:
 
 
 # -- loops --------------------------------------------------------------------------------------
-def _loop_lines(plan: KernelPlan, body: Graph) -> list[str]:
-    emitter = _Emitter(plan, body)
+def _loop_lines(emitter: _Emitter) -> list[str]:
+    plan = emitter.plan
     if plan.reduce is None:
-        inner = emitter.element_lines(emitter.inner_nodes(), emitter.inner_outputs())
-        return emitter.nest(list(range(plan.rank)), inner, first=True)
+        rows, inner = emitter.element_lines(emitter.inner_nodes(), emitter.inner_outputs())
+        return emitter.nest(list(range(plan.rank)), inner, first=True, before_inner=rows)
+    if plan.columns:
+        return emitter.nest(plan.outer_kept_dims, emitter.column_lines(), first=True)
     per_row: list[str] = []
     for number in range(plan.passes):
         per_row += emitter.pass_lines(number)
@@ -65,8 +97,9 @@ class _Emitter:
     """Turns body nodes into scalar statements: per element of the space (inner) or once per
     row / output element (outer)."""
 
-    def __init__(self, plan: KernelPlan, body: Graph):
-        self.plan, self.body = plan, body
+    def __init__(self, plan: KernelPlan, body: Graph, rows: bool):
+        self.plan, self.body, self.rows = plan, body, rows
+        self.row_arrays: set[str] = set()   # arrays read or written through ``crow`` rows
         self.names: dict[Var, str] = {}
         self.outer_loaded: set[int] = set()
         for index, node in enumerate(body.nodes):
@@ -74,9 +107,12 @@ class _Emitter:
                 self.names[var] = f"v{index}" if len(node.outputs) == 1 else f"v{index}_{k}"
         self.acc_names = {node: f"acc{k}" for k, node in enumerate(plan.reduces)}
 
-    def nest(self, dims, inner_lines, first) -> list[str]:
+    def nest(self, dims, inner_lines, first, before_inner=()) -> list[str]:
+        """Loops over ``dims``; ``before_inner`` lines go right before the innermost loop."""
         lines, depth = [], 1
         for position, dim in enumerate(dims):
+            if position == len(dims) - 1:
+                lines += [INDENT * depth + line for line in before_inner]
             loop = "$RANGE0" if (first and position == 0) else "$RANGE"
             lines.append(f"{INDENT * depth}for i{dim} in {loop}(n{dim}):")
             depth += 1
@@ -104,15 +140,41 @@ class _Emitter:
         nodes = self._closure(wanted)
         lines = [INDENT + line for r in reduces
                  for line in reductions.init_lines(r, self.acc_names[r])]
-        element = self.element_lines(nodes, stores)
+        rows, element = self.element_lines(nodes, stores)
         for r in reduces:
             element += [INDENT + line for line in reductions.update_lines(
                 r, self.ref(r.inputs[0]), self.acc_names[r])]
-        lines += self.nest(plan.reduced_dims, element, first=False)
+        lines += self.nest(plan.reduced_dims, element, first=False, before_inner=rows)
         for r in reduces:
             lines.append(f"{INDENT}{self.names[r.out]} = "
                          f"{reductions.final_expr(r, self.acc_names[r])}")
         return lines + self.outer_lines(number + 1)
+
+    def column_lines(self) -> list[str]:
+        """A ``columns`` reduction: accumulator arrays along the last axis, filled by a loop
+        over the reduced dims with the last axis innermost, then finished column by column."""
+        plan, last = self.plan, f"i{self.plan.rank - 1}"
+        stores = self.inner_outputs(0)
+        nodes = self._closure({r.inputs[0] for r in plan.reduces}
+                              | {self.body.outputs[k] for k in stores})
+        rows, element = self.element_lines(nodes, stores)  # names the loaded inputs first
+        lines, init, finish = [], [], []
+        for r in plan.reduces:
+            acc, one = self.acc_names[r], f"{self.acc_names[r]}_one"
+            dtype = reductions.accumulator_dtype(r)
+            lines.append(f"{INDENT}{acc} = np.empty(n{plan.rank - 1}, {literal_ctor(dtype)})")
+            init += [INDENT + line for line in reductions.init_lines(r, one)]
+            init.append(f"{INDENT}{acc}[{last}] = {one}")
+            element.append(f"{INDENT}{one} = {acc}[{last}]")
+            element += [INDENT + line for line in reductions.update_lines(
+                r, self.ref(r.inputs[0]), one)]
+            element.append(f"{INDENT}{acc}[{last}] = {one}")
+            finish.append(f"{INDENT}{self.names[r.out]} = "
+                          f"{reductions.final_expr(r, f'{acc}[{last}]')}")
+        lines += self.nest([plan.rank - 1], init, first=False)
+        lines += self.nest([*plan.reduced_dims, plan.rank - 1], element, first=False,
+                           before_inner=rows)
+        return lines + self.nest([plan.rank - 1], finish + self.outer_lines(1), first=False)
 
     def _closure(self, wanted: set) -> list[Node]:
         """The inner nodes ``wanted`` values need, in body order (recomputed in each pass:
@@ -130,8 +192,10 @@ class _Emitter:
         return [n for n in self.body.nodes if n in needed]
 
     # -- statements ---------------------------------------------------------------------------
-    def element_lines(self, nodes: list[Node], stores: list[int]) -> list[str]:
+    def element_lines(self, nodes: list[Node], stores: list[int]) -> tuple[list, list[str]]:
+        """(row lines for before the innermost loop, per-element lines)."""
         shape, exprs = self.plan.space("inner")
+        rows: dict[str, str] = {}
         positions = {var: j for j, var in enumerate(self.body.inputs)}
         used = sorted({positions[v] for n in nodes for v in n.inputs if v in positions}
                       | {positions[self.body.outputs[k]] for k in stores
@@ -141,15 +205,35 @@ class _Emitter:
         lines = []
         for j in used:
             var = self.body.inputs[j]
-            lines.append(f"{INDENT}x{j} = in{j}[{index_text(var.type.shape, shape, exprs)}]")
+            access = self.access(f"in{j}", var.type.shape, shape, exprs, rows)
+            lines.append(f"{INDENT}x{j} = {access}")
             self.names[var] = f"x{j}"
         for node in nodes:
             lines.append(f"{INDENT}{self.names[node.out]} = {self.scalar_expr(node)}")
         for k in stores:
             var = self.body.outputs[k]
-            lines.append(f"{INDENT}out{k}[{index_text(var.type.shape, shape, exprs)}] = "
-                         f"{self.ref(var)}")
-        return lines
+            access = self.access(f"out{k}", var.type.shape, shape, exprs, rows)
+            lines.append(f"{INDENT}{access} = {self.ref(var)}")
+        return list(rows.values()), lines
+
+    def access(self, array: str, array_shape, shape, exprs, rows: dict[str, str]) -> str:
+        """``array[i0, i1]``; in the row variant ``r_array[i1]`` when the innermost loop walks
+        the array's last axis, with the row's definition added to ``rows``."""
+        parts = index_text(array_shape, shape, exprs).split(", ")
+        inner = exprs[self.inner_dim()]
+        if not self.rows or not array_shape or parts[-1] != inner:
+            return f"{array}[{', '.join(parts)}]"
+        lead = ", ".join(parts[:-1])
+        lead = f"({lead},)" if lead else "()"
+        rows[array] = f"r_{array} = crow({array}, {lead})"
+        self.row_arrays.add(array)
+        return f"r_{array}[{inner}]"
+
+    def inner_dim(self) -> int:
+        """The space dim of the innermost loop of the per-element nest."""
+        plan = self.plan
+        return plan.reduced_dims[-1] if plan.reduce is not None and not plan.columns \
+            else plan.rank - 1
 
     def outer_lines(self, depth: int) -> list[str]:
         """Outer nodes of ``depth`` and the outer outputs they complete."""
@@ -215,6 +299,11 @@ def template_dtype(node: Node) -> np.dtype:
 
 
 # -- scalar spelling ----------------------------------------------------------------------------
+def literal_ctor(dtype) -> str:
+    """The dtype as a constructor name, also for bool (``np.bool_``, which np.empty takes)."""
+    return "np.bool_" if np.dtype(dtype) == np.bool_ else ctor(dtype)
+
+
 def ctor(dtype) -> str:
     dtype = np.dtype(dtype)
     return "bool" if dtype == np.bool_ else f"np.{dtype.name}"

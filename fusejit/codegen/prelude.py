@@ -15,8 +15,9 @@ import math
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.core import cgutils
+from numba.core import cgutils, types
 from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
 
 from .vecmath import VECMATH
 
@@ -27,11 +28,11 @@ VECTOR_NAMES = {(name, dtype): f"{name}_{dtype[0]}{dtype[-2:]}"
 globals().update({VECTOR_NAMES[key]: VECMATH[key] for key in VECTOR_NAMES})
 
 __all__ = sorted(VECTOR_NAMES.values()) + [
-    "arctan", "arctan2", "ceil", "cos", "cosh", "erf", "exp", "expm1", "ffloordiv", "ffmax",
+    "arctan", "arctan2", "ceil", "cos", "cosh", "crow", "erf", "exp", "expm1", "ffloordiv", "ffmax",
     "ffmin", "floor", "fmaximum", "fminimum", "fmod_py", "fsign", "ifloordiv", "imod",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "np", "numba",
     "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan",
-    "tanh",
+    "tanh", "unit_row",
 ]
 
 _inline = numba.njit(inline="always", error_model="numpy")
@@ -49,6 +50,40 @@ def radd(acc, value):
     # Not inline="always": Numba's own inlining would lower it with the caller's strict flags;
     # LLVM inlines it and keeps the instruction's flag.
     return acc + value
+
+
+@intrinsic
+def crow(typingctx, array, lead):
+    """Row ``array[lead]`` (``lead``: a tuple of all but the last index) as a 1-d array typed
+    C-contiguous: Numba indexes it as ``data[i]``, so LLVM sees unit stride and vectorizes.
+    Built from the data pointer and strides, without a meminfo (no refcount traffic per row;
+    ``array`` owns the memory for the whole call). The caller checks ``unit_row`` first."""
+    if not isinstance(array, types.Array) or len(lead) != array.ndim - 1:
+        return None
+    result = types.Array(array.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(array)(context, builder, args[0])
+        indices = cgutils.unpack_tuple(builder, args[1], len(lead))
+        strides = cgutils.unpack_tuple(builder, source.strides, array.ndim)
+        shape = cgutils.unpack_tuple(builder, source.shape, array.ndim)
+        offset = ir.Constant(ir.IntType(64), 0)
+        for index, stride in zip(indices, strides, strict=False):
+            offset = builder.add(offset, builder.mul(index, stride))
+        start = builder.gep(builder.bitcast(source.data, ir.IntType(8).as_pointer()), [offset])
+        row = context.make_array(result)(context, builder)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
+            context.get_data_type(array.dtype)))
+        populate_array(row, data=builder.bitcast(start, source.data.type),
+                       shape=[shape[-1]], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return row._getvalue()
+    return result(array, lead), codegen
+
+
+@_inline
+def unit_row(array):
+    # The last axis is contiguous (or too short to have a stride that matters).
+    return array.shape[-1] <= 1 or array.strides[-1] == array.itemsize
 
 
 def _llvm_binary(name: str):

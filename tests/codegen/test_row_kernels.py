@@ -108,5 +108,6 @@ def test_row_kernel_source_makes_passes_over_each_row():
                if n.op == "fused"]
     source = build_kernel(node).source
     assert "# loops: i0 | i1 x3" in source
-    assert source.count("for i1 in range(n1):") == 6  # 3 passes, serial and parallel
+    # 3 passes, serial and parallel, row and strided variants
+    assert source.count("for i1 in range(n1):") == 12
     assert "rmaximum(acc0" in source and "radd(acc1" in source and "exp_f32(" in source
