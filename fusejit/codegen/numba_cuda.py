@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import types
@@ -145,25 +143,9 @@ def load_cuda_module(key: str, source: str) -> types.ModuleType:
         module = _modules.get(key)
         if module is None:
             path = source_cache.ensure_file(cuda_dir() / f"{key}.py", source)
-            module = _import(f"{PACKAGE}.k_{key}", path)
+            module = source_cache.import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
             _modules[key] = module
         return module
-
-
-def _import(name: str, path: Path) -> types.ModuleType:
-    if PACKAGE not in sys.modules:
-        package = types.ModuleType(PACKAGE)
-        package.__path__ = []
-        sys.modules[PACKAGE] = package
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
 
 
 # -- ptxas --------------------------------------------------------------------------------------

@@ -17,6 +17,9 @@ import types
 from pathlib import Path
 
 from .. import config
+from ..logs import topic
+
+log = topic("cache")
 
 PACKAGE = "fusejit_kernels"
 KEY_CHARS = 20
@@ -44,7 +47,7 @@ def load_module(key: str, source: str) -> types.ModuleType:
             _counts["reused"] += 1
             return module
         path = ensure_file(kernel_dir() / f"{key}.py", source)
-        module = _import(f"{PACKAGE}.k_{key}", path)
+        module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
         _modules[key] = module
         _counts["compiled"] += 1
         return module
@@ -55,6 +58,8 @@ def ensure_file(path: Path, source: str) -> Path:
     try:
         if path.read_text() == source:
             return path  # keep the mtime: Numba's on-disk cache is keyed by it
+        log.warning("kernel file %s does not hold the source it is named for; rewriting it",
+                    path.name)
     except (OSError, UnicodeDecodeError):
         pass
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
@@ -68,11 +73,13 @@ def ensure_file(path: Path, source: str) -> Path:
     return path
 
 
-def _import(name: str, path: Path) -> types.ModuleType:
-    if PACKAGE not in sys.modules:
-        package = types.ModuleType(PACKAGE)
+def import_file(package_name: str, name: str, path: Path) -> types.ModuleType:
+    """Import a generated source file as ``name`` inside a synthetic package (so that Numba's
+    ``cache=True`` can find the file)."""
+    if package_name not in sys.modules:
+        package = types.ModuleType(package_name)
         package.__path__ = []
-        sys.modules[PACKAGE] = package
+        sys.modules[package_name] = package
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -84,6 +84,7 @@ def test_corrupted_kernel_source_is_regenerated(tmp_path):
         source.write_text("raise SystemExit('a corrupted kernel file was imported')\n")
     result = run(tmp_path)
     assert result.returncode == 0, result.stderr
+    assert "does not hold the source it is named for" in result.stderr
 
 
 def test_read_only_cache_location_compiles_in_memory_and_warns_once():
