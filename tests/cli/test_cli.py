@@ -144,3 +144,16 @@ def test_log_topics_go_to_stderr_through_logging():
                             cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "fusejit.trace: gelu: traced" in result.stderr
+
+
+def test_dump_memory_stage_lists_buffers_and_the_arena():
+    result = fusejit("dump", f"{ROOT}/bench/models/gpt2_block.py:block", "--stage", "memory")
+    assert result.returncode == 0, result.stderr
+    assert "eager NumPy peak estimate" in result.stdout and "arena:" in result.stdout
+
+
+def test_bench_suite_quick_writes_table_and_json(tmp_path):
+    result = fusejit("bench", "--suite", "--quick")
+    assert result.returncode == 0, result.stderr
+    assert "gpt2_block" in result.stdout and "speedup" in result.stdout
+    assert "results:" in result.stdout and "MISMATCH" not in result.stdout

@@ -96,3 +96,32 @@ def test_explain_training_step_without_guards():
         assert_same(expected, compiled(w, x, y, 0.1))
         assert_same(w_eager, w)
     check_golden("explain.train_step", stable(str(compiled.explain(w, x, y, 0.1))))
+
+
+def masks(x, h):
+    h = h.copy()
+    h[h < 0] = 0
+    return x[x > 0] * 2, h
+
+
+def inverse_twice(a):
+    return np.linalg.inv(a) * 2
+
+
+def test_explain_mask_read_and_write():
+    x, h = rng.standard_normal(8), rng.standard_normal((3, 4))
+    explain_after(masks, [(x, h), (x, h)], "mask_read_write")
+
+
+def test_explain_after_a_call_that_raised():
+    good = np.eye(3) * 2
+    compiled = fusejit.compile(inverse_twice)
+    assert_same(inverse_twice(good), compiled(good))
+    try:
+        compiled(np.zeros((3, 3)))
+    except np.linalg.LinAlgError:
+        pass
+    else:
+        raise AssertionError("a singular matrix must raise as it does in NumPy")
+    assert_same(inverse_twice(good * 3), compiled(good * 3))
+    check_golden("explain.raised", stable(str(compiled.explain(good))))
