@@ -1,6 +1,7 @@
 """What a cache key maps to: a compiled program, or the reason that signature runs eagerly."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,12 +26,13 @@ class CompiledEntry:
 
     def run(self, leaves):
         trace = self.trace
-        inputs = [_as_array(leaves[i]) for i in trace.arg_leaves]
-        captured = [c.resolve(leaves) for c in trace.captures]
+        inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
+                  for leaf in map(leaves.__getitem__, trace.arg_leaves)]
+        captured = [c.resolve(leaves) for c in trace.captures] if trace.captures else ()
         for capture, array in zip(trace.captures, captured, strict=True):
             if array.shape != capture.type.shape or array.dtype != capture.type.dtype:
                 return RETRACE
-        values = self.program.run(inputs + captured)
+        values = self.program.run(inputs + list(captured) if captured else inputs)
         for mutation in trace.mutations:
             target = leaves[mutation.index] if mutation.target == "arg" else \
                 captured[mutation.index]
@@ -38,8 +40,16 @@ class CompiledEntry:
         for write in trace.attr_writes:
             _replay_attr_write(write, values, leaves, self.owner)
         self.hits += 1
+        if self.plain_outputs:  # every output a plain array: skip the per-leaf dispatch
+            return unflatten(trace.out_treedef, [values[leaf.index] for leaf in trace.out_leaves])
         return unflatten(trace.out_treedef,
                          [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves])
+
+    @functools.cached_property
+    def plain_outputs(self) -> bool:
+        return all(leaf.kind == "value" and not (leaf.scalar or leaf.pyfloat or
+                                                 getattr(leaf, "pyint", False))
+                   for leaf in self.trace.out_leaves)
 
 
 @dataclass

@@ -74,12 +74,14 @@ class Program:
         np.copyto(target, value)
 
     def run(self, inputs) -> list:
+        if self.compiled and not self.checks:
+            fast = self.__dict__.get("_fast")
+            if fast is None:
+                fast = self._fast = straight_line(self)
+            return fast(inputs)
         slots = self._initial_slots()
         slots[: self.n_inputs] = inputs
-        if self.compiled and not self.checks:
-            self._run_steps(slots)
-        else:
-            self._run_checked(slots)
+        self._run_checked(slots)
         constants = self.constants
         return [np.array(slots[i]) if i in constants else slots[i] for i in self.outputs]
 
@@ -91,19 +93,6 @@ class Program:
                 template[slot] = value
             self._template = template
         return template.copy()
-
-    def _run_steps(self, slots) -> None:
-        """The replay hot path: no guards, kernels already compiled."""
-        arena = self.arena
-        for index, step in enumerate(self.steps):
-            if step.in_arena:
-                results = step.fn(*[slots[i] for i in step.inputs], out=arena.views(index))
-            else:
-                results = step.fn(*[slots[i] for i in step.inputs])
-            for slot, value in zip(step.outputs, results, strict=False):
-                slots[slot] = value
-            for slot in step.frees:
-                slots[slot] = None
 
     def _run_checked(self, slots) -> None:
         checks = self.checks
@@ -126,6 +115,33 @@ class Program:
         if progress is not None:
             progress.close()
             self.compiled = True
+
+
+def straight_line(program: Program):
+    """The replay hot path as generated straight-line Python: each slot a local variable, each
+    buffer dropped (``del``) right after its last use -- no per-step list or loop overhead."""
+    names = {"np": np, "arena": program.arena}
+    lines = [f"    {_unpack([f's{i}' for i in range(program.n_inputs)])} = inputs"]
+    lines += [f"    s{slot} = constant{slot}" for slot in program.constants]
+    names.update({f"constant{slot}": value for slot, value in program.constants.items()})
+    for index, step in enumerate(program.steps):
+        names[f"step{index}"] = step.fn
+        args = ", ".join(f"s{i}" for i in step.inputs)
+        if step.in_arena:
+            args += f", out=arena.views({index})"
+        lines.append(f"    {_unpack([f's{o}' for o in step.outputs])} = step{index}({args})")
+        if step.frees:
+            lines.append("    del " + ", ".join(f"s{slot}" for slot in step.frees))
+    outputs = ", ".join(f"np.array(s{i})" if i in program.constants else f"s{i}"
+                        for i in program.outputs)
+    lines.append(f"    return [{outputs}]")
+    source = "def replay(inputs):\n" + "\n".join(lines) + "\n"
+    exec(compile(source, f"<fusejit replay of {program.graph.name}>", "exec"), names)  # noqa: S102
+    return names["replay"]
+
+
+def _unpack(targets: list[str]) -> str:
+    return "(" + ", ".join(targets) + ",)" if targets else "()"
 
 
 def _check(guards, slots) -> None:

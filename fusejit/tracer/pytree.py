@@ -19,10 +19,13 @@ class TreeDef:
     meta: object = None
     children: tuple[TreeDef, ...] = ()
     digest: int = field(default=0, compare=False, repr=False)
+    flat_tuple: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self):
         # Cache keys hash a TreeDef on every call: compute the hash once, bottom-up.
         object.__setattr__(self, "digest", hash((self.kind, self.meta, self.children)))
+        object.__setattr__(self, "flat_tuple", self.kind == "tuple" and all(
+            child.kind == "leaf" for child in self.children))
 
     def __hash__(self):
         return self.digest
@@ -74,6 +77,8 @@ def _flatten(tree, leaves: list) -> TreeDef:
 
 
 def unflatten(treedef: TreeDef, leaves):
+    if treedef.flat_tuple and len(leaves) == len(treedef.children):
+        return tuple(leaves)   # the common result shape, on every replay
     if treedef is LEAF and len(leaves) == 1:
         return leaves[0]
     it = iter(leaves)
