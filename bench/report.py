@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 from pathlib import Path
 
 import numpy as np
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# ``FUSEJIT_BENCH_RESULTS`` redirects the output (the test suite points it at a temp dir).
+RESULTS_DIR = Path(os.environ.get("FUSEJIT_BENCH_RESULTS",
+                                  Path(__file__).resolve().parent / "results"))
 
 
 def _ms(result):

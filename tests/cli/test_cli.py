@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +21,7 @@ BLOCK_ARGS = ["--arg", "x=f32[8,32]", "--arg", "n_head=4"] + [
 
 def fusejit(*args, cache_dir=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.setdefault("FUSEJIT_BENCH_RESULTS", tempfile.mkdtemp(prefix="fusejit-bench-results-"))
     if cache_dir is not None:
         env["FUSEJIT_CACHE_DIR"] = str(cache_dir)
     return subprocess.run([sys.executable, "-m", "fusejit", *args], capture_output=True,
