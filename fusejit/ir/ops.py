@@ -64,7 +64,11 @@ def _binary(name, ufunc, scalar, domain="any", predicate=False, commutative=Fals
 
 
 # -- elementwise unary: {0} is the input; function names resolve in the backend's prelude ----
-_unary("neg", np.negative, "-{0}")
+# Signed integer +, -, * and negation go through uint64: Numba emits LLVM's `nsw` flags (overflow
+# is undefined behaviour there), and LLVM then folds e.g. float(a + a) > c as if a + a could not
+# wrap. Unsigned arithmetic wraps like NumPy; the result dtype's constructor truncates it.
+_WRAP = "np.int64(np.uint64({0}) {op} np.uint64({1}))"
+_unary("neg", np.negative, {"i": "np.int64(np.uint64(0) - np.uint64({0}))", "*": "-{0}"})
 _unary("abs", np.absolute, "abs({0})")
 _unary("exp", np.exp, "exp({0})")
 _unary("expm1", np.expm1, "expm1({0})")
@@ -96,9 +100,11 @@ _unary("invert", np.invert, {"b": "not {0}", "*": "~{0}"})
 _unary("copy", np.copy, "{0}")
 
 # -- elementwise binary ----------------------------------------------------------------------
-_binary("add", np.add, {"b": "{0} or {1}", "*": "{0} + {1}"}, commutative=True)
-_binary("sub", np.subtract, "{0} - {1}")
-_binary("mul", np.multiply, {"b": "{0} and {1}", "*": "{0} * {1}"}, commutative=True)
+_binary("add", np.add, {"b": "{0} or {1}", "i": _WRAP.replace("{op}", "+"), "*": "{0} + {1}"},
+        commutative=True)
+_binary("sub", np.subtract, {"i": _WRAP.replace("{op}", "-"), "*": "{0} - {1}"})
+_binary("mul", np.multiply, {"b": "{0} and {1}", "i": _WRAP.replace("{op}", "*"),
+                             "*": "{0} * {1}"}, commutative=True)
 _binary("div", np.true_divide, "{0} / {1}", "nonzero")
 _binary("floordiv", np.floor_divide, {"f": "ffloordiv({0}, {1})", "*": "ifloordiv({0}, {1})"},
         "nonzero")

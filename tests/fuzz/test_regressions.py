@@ -54,3 +54,17 @@ def test_float32_transcendental_flowing_into_a_float64_result():
 
     rng = np.random.default_rng(1)
     check(program, lambda call: [rng.standard_normal((1, 1, 1, 1)).astype(np.float32)])
+
+
+def test_int64_wraparound_seen_by_a_float_comparison():
+    # Found by the long fuzz run on the final code. codegen: Numba marks signed integer adds
+    # "no signed wrap", so LLVM compared float(a + a) with 1.5 as if a + a could not overflow,
+    # and np.maximum picked the wrong side for wrapped sums. Integer +, -, *, negation now go
+    # through uint64 arithmetic (ir/ops.py templates), which wraps like NumPy.
+    def program(a0):
+        a0 += a0
+        return np.maximum(a0, 1.5)
+
+    values = np.array([[-4397479949780690751, -3717182306025508508],
+                       [5796441818114535710, -7527822175994744835]], np.int64)
+    check(program, _calls(values), inexact=False)
