@@ -18,9 +18,9 @@ from pathlib import Path
 # this import; a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from ..ir import Node
+from ..ir import Graph, Lit, Node, Var
 from . import reductions, source_cache
-from .kernel import CompiledKernel, KernelPlan
+from .kernel import CompiledKernel, KernelPlan, plan_kernel
 from .numba_cpu import generate_source
 
 __all__ = ["CompiledKernel", "KernelPlan", "build_kernel", "kernel_source", "kernel_stats"]
@@ -41,9 +41,49 @@ def build_kernel(node: Node, target: str = "cpu") -> CompiledKernel:
 
 
 def kernel_source(node: Node) -> tuple[str, KernelPlan]:
-    """The structural file source (what the key hashes) and the plan for a fused node."""
-    source, plan = generate_source(node.attr["body"])
+    """The structural file source (what the key hashes) and the plan for a fused node.
+
+    Identical bodies (the same kernel in each of 12 transformer layers) are generated once:
+    the source is remembered under the body's exact structure, shapes included. The plan is
+    always rebuilt: it refers to this body's own Vars."""
+    body = node.attr["body"]
+    key = _structure_key(body)
+    source = _SOURCES.get(key)
+    if source is None:
+        source, plan = generate_source(body)
+        if len(_SOURCES) >= _SOURCES_MAX:
+            _SOURCES.pop(next(iter(_SOURCES)))
+        _SOURCES[key] = source
+    else:
+        plan = plan_kernel(body)
     return f"# prelude {_prelude_hash()}\n{source}", plan
+
+
+_SOURCES: dict[tuple, str] = {}
+_SOURCES_MAX = 4096
+
+
+def _structure_key(body: Graph) -> tuple:
+    """Everything ``generate_source`` reads, without Var identities or source lines: ops,
+    attributes (by ``repr``, so that -0.0 and 0.0 differ), operand positions, literals by
+    their bytes, and every type."""
+    position = {var: ("in", j) for j, var in enumerate(body.inputs)}
+    nodes = []
+    for index, node in enumerate(body.nodes):
+        refs = tuple(position[v] if isinstance(v, Var) else _literal_key(v) for v in node.inputs)
+        nodes.append((node.op, repr(node.attrs), refs, tuple(map(_type_key, node.outputs))))
+        for k, out in enumerate(node.outputs):
+            position[out] = ("v", index, k)
+    outputs = tuple(position[v] if isinstance(v, Var) else _literal_key(v) for v in body.outputs)
+    return tuple(map(_type_key, body.inputs)), tuple(nodes), outputs
+
+
+def _type_key(var: Var) -> tuple:
+    return var.type.shape, var.type.dtype.str, var.type.weak
+
+
+def _literal_key(lit: Lit) -> tuple:
+    return "lit", lit.dtype.str, lit.value.tobytes()
 
 
 def kernel_stats() -> dict[str, int]:

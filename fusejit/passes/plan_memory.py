@@ -43,25 +43,31 @@ def lifetimes(graph: Graph) -> dict[Var, tuple[int, int]]:
 
 def peak_bytes(spans: dict[Var, tuple[int, int]]) -> int:
     """The most bytes live at one step; a buffer is live from its definition to its last use."""
-    steps = sorted({start for start, _ in spans.values()})
-    return max((sum(var.type.nbytes for var, (start, end) in spans.items()
-                    if start <= step <= end) for step in steps), default=0)
+    change: dict[int, int] = {}   # step -> bytes allocated there minus bytes freed before it
+    for var, (start, end) in spans.items():
+        change[start] = change.get(start, 0) + var.type.nbytes
+        change[end + 1] = change.get(end + 1, 0) - var.type.nbytes
+    live, peak = 0, 0
+    for step in sorted(change):
+        live += change[step]
+        peak = max(peak, live)
+    return peak
 
 
-def assign_offsets(spans: dict[Var, tuple[int, int]]) -> dict[Var, int]:
-    """First fit, in order of definition: each buffer takes the lowest offset that overlaps no
-    buffer live at the same time."""
+def assign_offsets(spans: dict[Var, tuple[int, int]], align: int = 1) -> dict[Var, int]:
+    """First fit, in order of definition: each buffer takes the lowest offset (a multiple of
+    ``align``) that overlaps no buffer live at the same time."""
     offsets: dict[Var, int] = {}
+    placed: list[tuple[int, int, int, int]] = []   # (start, end, low, high) of placed buffers
     for var, (start, end) in sorted(spans.items(), key=lambda item: (item[1][0], item[0].uid)):
-        busy = sorted((offsets[other], offsets[other] + other.type.nbytes)
-                      for other, (s, e) in spans.items()
-                      if other in offsets and s <= end and start <= e)
-        offset = 0
+        busy = sorted((low, high) for s, e, low, high in placed if s <= end and start <= e)
+        offset, nbytes = 0, var.type.nbytes
         for low, high in busy:
-            if offset + var.type.nbytes <= low:
+            if offset + nbytes <= low:
                 break
-            offset = max(offset, high)
+            offset = max(offset, -(-high // align) * align)
         offsets[var] = offset
+        placed.append((start, end, offset, offset + nbytes))
     return offsets
 
 

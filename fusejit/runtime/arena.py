@@ -13,24 +13,16 @@ import threading
 import numpy as np
 
 from ..ir import Graph, Var
-from ..passes.plan_memory import lifetimes, view_parents
+from ..passes.plan_memory import assign_offsets, lifetimes, view_parents
 
 ALIGN = 64
 
 
 def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int]:
     """Offsets for the fused-kernel outputs that may live in the arena, and the arena size."""
-    spans = {var: span for var, span in lifetimes(graph).items() if var in _eligible(graph)}
-    offsets: dict[Var, int] = {}
-    for var, (start, end) in sorted(spans.items(), key=lambda item: (item[1][0], item[0].uid)):
-        busy = sorted((offsets[o], offsets[o] + o.type.nbytes) for o, (s, e) in spans.items()
-                      if o in offsets and s <= end and start <= e)
-        offset = 0
-        for low, high in busy:
-            if offset + var.type.nbytes <= low:
-                break
-            offset = max(offset, _aligned(high))
-        offsets[var] = offset
+    eligible = _eligible(graph)
+    spans = {var: span for var, span in lifetimes(graph).items() if var in eligible}
+    offsets = assign_offsets(spans, ALIGN)
     size = max((offsets[v] + v.type.nbytes for v in offsets), default=0)
     return offsets, size
 
@@ -49,10 +41,6 @@ def _eligible(graph: Graph) -> set[Var]:
             handed_out.add(var)
     return {out for node in graph.nodes if node.op == "fused" for out in node.outputs
             if out not in visible and out not in handed_out and out.type.size > 0}
-
-
-def _aligned(offset: int) -> int:
-    return -(-offset // ALIGN) * ALIGN
 
 
 class Arena:

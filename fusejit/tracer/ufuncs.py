@@ -11,7 +11,7 @@ import scipy.special
 
 from ..errors import UnsupportedError
 from ..ir import Lit, indexing
-from .context import surface
+from .context import active, surface
 from .loc import current_loc
 from .tracer import Tracer, wrap, write
 
@@ -57,7 +57,29 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         return _host_ufunc(ufunc, method, inputs, kwargs)
     out = kwargs.get("out")
     record = lambda rec, concrete, *xs, **kw: record_ufunc(rec, concrete, ufunc, xs, out)
-    return surface(ufunc, record, inputs, kwargs)
+    compute = _cube if ufunc is np.power and _is_float_cube(inputs, kwargs) else ufunc
+    return surface(compute, record, inputs, kwargs)
+
+
+def _is_float_cube(inputs, kwargs) -> bool:
+    """``x**3`` on a float proxy with a Python 3 / 3.0, no ``out=``: the fold pass compiles it
+    to ``(x*x)*x`` (NumPy calls ``powf`` per element, ~60x slower), so the trace computes the
+    same products: the first call then agrees bit for bit with every replay, and a GELU in a
+    trace no longer costs what eager NumPy's pow does."""
+    if kwargs or len(inputs) != 2:
+        return False
+    x, exponent = inputs
+    recorder = active()
+    return (recorder is not None and recorder.fallback is None and isinstance(x, Tracer)
+            and not x.weak and isinstance(x.value, np.ndarray) and x.value.dtype.kind == "f"
+            and type(exponent) in (int, float) and exponent == 3)
+
+
+def _cube(x, exponent):
+    result = np.multiply(x, x)
+    if isinstance(result, np.ndarray) and result.ndim:
+        return np.multiply(result, x, out=result)
+    return np.multiply(result, x)
 
 
 def _host_ufunc(ufunc, method, inputs, kwargs):

@@ -89,3 +89,26 @@ def test_fused_graph_runs_end_to_end():
     arg = np.random.default_rng(1).standard_normal((8, 16)).astype(F32)
     (got,) = build_kernel(node)(arg)
     np.testing.assert_allclose(got, interpret(graph, arg)[0], rtol=1e-5)
+
+
+def test_identical_bodies_share_one_generated_source(monkeypatch):
+    import fusejit.codegen as codegen
+    calls = []
+    real = codegen.generate_source
+    monkeypatch.setattr(codegen, "generate_source", lambda body: calls.append(1) or real(body))
+    codegen._SOURCES.clear()
+    first = codegen.kernel_source(affine_tanh((6, 7), (6, 1)))
+    again = codegen.kernel_source(affine_tanh((6, 7), (6, 1)))   # new Vars, same structure
+    assert calls == [1] and first[0] == again[0]
+    assert again[1].region_of.keys() != first[1].region_of.keys()  # plan of its own body
+    codegen.kernel_source(affine_tanh((6, 7), (6, 7)))              # broadcast differs
+    assert calls == [1, 1]
+
+
+def test_source_memo_tells_minus_zero_from_zero():
+    def scaled(value):
+        return fused_node([((4,), F32)], lambda emit, x: [emit("mul", x, Lit(value, F32))])
+    x = np.array([1.0, -2.0, np.inf, 0.0], F32)
+    for value in (0.0, -0.0, 0.0):
+        got = check_kernel(scaled(value), x)(x, parallel=False)[0]
+        assert np.array_equal(np.signbit(got), np.signbit(x * F32(value)))

@@ -97,3 +97,19 @@ def test_ufunc_method_is_a_host_op():
     tr = trace(lambda x: np.add.accumulate(x * 2) + 1, (F32,), {})
     assert [n.op for n in tr.graph.nodes] == ["mul", "host", "add"]
     assert tr.graph.nodes[1].attr["name"] == "np.add.accumulate"
+
+
+def test_float_cube_traces_as_the_products_the_kernel_computes():
+    # NumPy's x**3 calls powf; the fold pass compiles (x*x)*x, and the trace computes the
+    # same, so the first call and every replay agree bit for bit (and with NumPy to 2 ulp).
+    import fusejit
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 33)).astype(np.float32) * 10
+    x[0, :4] = [np.inf, -np.inf, np.nan, -0.0]
+    cube = fusejit.compile(lambda a: a**3)
+    first, replay = cube(x), cube(x)
+    assert first.dtype == np.float32 and np.array_equal(first, replay, equal_nan=True)
+    assert np.array_equal(first, (x * x) * x, equal_nan=True)
+    np.testing.assert_array_max_ulp(first[1:], x[1:] ** 3, maxulp=2)
+    ints = np.arange(-5, 5)
+    assert np.array_equal(cube(ints), ints**3) and cube(ints).dtype == ints.dtype
