@@ -87,10 +87,22 @@ def _loop_lines(emitter: _Emitter) -> list[str]:
         return emitter.nest(list(range(plan.rank)), inner, first=True, before_inner=rows)
     if plan.columns:
         return emitter.nest(plan.outer_kept_dims, emitter.column_lines(), first=True)
+    emitter.plan_scratch()
     per_row: list[str] = []
     for number in range(plan.passes):
         per_row += emitter.pass_lines(number)
+    if emitter.scratch:
+        return emitter.blocked_nest(plan.kept_dims, emitter.scratch_allocations(), per_row)
     return emitter.nest(plan.kept_dims, per_row, first=True)
+
+
+# Ops worth a store and a load to avoid recomputing in a later pass over the same row (the row
+# is in L1 by then, so a load costs about what an add does).
+COSTLY_OPS = frozenset({
+    "exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "erf", "sin", "cos",
+    "tan", "sinh", "cosh", "arctan", "arctan2", "pow", "sqrt", "div", "reciprocal",
+    "floordiv", "mod"})
+SCRATCH_BLOCK = 8   # rows per scratch allocation in the row loop
 
 
 class _Emitter:
@@ -106,6 +118,55 @@ class _Emitter:
             for k, var in enumerate(node.outputs):
                 self.names[var] = f"v{index}" if len(node.outputs) == 1 else f"v{index}_{k}"
         self.acc_names = {node: f"acc{k}" for k, node in enumerate(plan.reduces)}
+        self.scratch: dict[Var, int] = {}   # costly inner value -> the pass that stores it
+
+    # -- scratch rows -------------------------------------------------------------------------
+    def plan_scratch(self) -> None:
+        """Costly inner values a later pass needs again (softmax's exp: summed in one pass,
+        divided in the next) are stored in a row-long scratch array when first computed and
+        loaded after that, instead of being recomputed. Only rows over one reduced dim with
+        kept dims to loop over qualify (the scratch is one row per block of rows)."""
+        plan = self.plan
+        if plan.passes < 2 or len(plan.reduced_dims) != 1 or not plan.kept_dims:
+            return
+        first_pass: dict[Node, int] = {}
+        for number in range(plan.passes):
+            for node in self._closure(self._wanted(number)):
+                first_pass.setdefault(node, number)
+        producer = {v: n for n in self.body.nodes for v in n.outputs}
+        for number in range(1, plan.passes):
+            stack = [producer[v] for v in self._wanted(number) if v in producer]
+            seen: set[Node] = set()
+            while stack:
+                node = stack.pop()
+                if node in seen or node in self.acc_names:
+                    continue
+                seen.add(node)
+                if self.plan.region_of[node.outputs[0]] != "inner":
+                    continue
+                if node.op in COSTLY_OPS and first_pass.get(node, number) < number \
+                        and len(node.outputs) == 1:
+                    self.scratch.setdefault(node.out, first_pass[node])
+                    continue
+                stack += [producer[v] for v in node.inputs if isinstance(v, Var) and v in producer]
+
+    def scratch_allocations(self) -> list[str]:
+        dim = self.plan.reduced_dims[0]
+        return [f"s_{self.names[var]} = np.empty(n{dim}, {literal_ctor(var.type.dtype)})"
+                for var in self.scratch]
+
+    def blocked_nest(self, dims, allocations, inner_lines) -> list[str]:
+        """``nest`` with the first loop split into blocks of rows that share scratch rows."""
+        first, block = dims[0], SCRATCH_BLOCK
+        lines = [f"{INDENT}for b{first} in $RANGE0((n{first} + {block - 1}) // {block}):"]
+        lines += [INDENT * 2 + line for line in allocations]
+        lines.append(f"{INDENT * 2}for i{first} in $RANGE(b{first} * {block}, "
+                     f"min(n{first}, b{first} * {block} + {block})):")
+        depth = 3
+        for dim in dims[1:]:
+            lines.append(f"{INDENT * depth}for i{dim} in $RANGE(n{dim}):")
+            depth += 1
+        return lines + [INDENT * (depth - 1) + line for line in inner_lines]
 
     def nest(self, dims, inner_lines, first, before_inner=()) -> list[str]:
         """Loops over ``dims``; ``before_inner`` lines go right before the innermost loop."""
@@ -136,11 +197,12 @@ class _Emitter:
         plan = self.plan
         reduces = [r for r in plan.reduces if plan.depth.get(r.inputs[0], 0) == number]
         stores = self.inner_outputs(number)
-        wanted = {r.inputs[0] for r in reduces} | {self.body.outputs[k] for k in stores}
-        nodes = self._closure(wanted)
+        loaded = {var for var, stored_in in self.scratch.items() if stored_in < number}
+        nodes = self._closure(self._wanted(number), loaded)
         lines = [INDENT + line for r in reduces
                  for line in reductions.init_lines(r, self.acc_names[r])]
-        rows, element = self.element_lines(nodes, stores)
+        saved = [var for var, stored_in in self.scratch.items() if stored_in == number]
+        rows, element = self.element_lines(nodes, stores, loaded, saved)
         for r in reduces:
             element += [INDENT + line for line in reductions.update_lines(
                 r, self.ref(r.inputs[0]), self.acc_names[r])]
@@ -176,11 +238,19 @@ class _Emitter:
                            before_inner=rows)
         return lines + self.nest([plan.rank - 1], finish + self.outer_lines(1), first=False)
 
-    def _closure(self, wanted: set) -> list[Node]:
+    def _wanted(self, number: int) -> set:
+        """The values pass ``number`` must produce: its reductions' inputs and its stores."""
+        plan = self.plan
+        reduces = [r for r in plan.reduces if plan.depth.get(r.inputs[0], 0) == number]
+        return ({r.inputs[0] for r in reduces}
+                | {self.body.outputs[k] for k in self.inner_outputs(number)})
+
+    def _closure(self, wanted: set, loaded: set = frozenset()) -> list[Node]:
         """The inner nodes ``wanted`` values need, in body order (recomputed in each pass:
-        the row's inputs are in cache, so recomputing beats a trip through memory)."""
+        the row's inputs are in cache, so recomputing beats a trip through memory), except
+        ``loaded`` values, which come from scratch rows."""
         needed, producer = set(), {v: n for n in self.body.nodes for v in n.outputs}
-        stack = [producer[v] for v in wanted if v in producer]
+        stack = [producer[v] for v in wanted if v in producer and v not in loaded]
         while stack:
             node = stack.pop()
             if node in needed or node in self.acc_names:
@@ -188,12 +258,15 @@ class _Emitter:
             if self.plan.region_of[node.outputs[0]] != "inner":
                 continue
             needed.add(node)
-            stack += [producer[v] for v in node.inputs if isinstance(v, Var) and v in producer]
+            stack += [producer[v] for v in node.inputs
+                      if isinstance(v, Var) and v in producer and v not in loaded]
         return [n for n in self.body.nodes if n in needed]
 
     # -- statements ---------------------------------------------------------------------------
-    def element_lines(self, nodes: list[Node], stores: list[int]) -> tuple[list, list[str]]:
-        """(row lines for before the innermost loop, per-element lines)."""
+    def element_lines(self, nodes: list[Node], stores: list[int], loaded=(),
+                      saved=()) -> tuple[list, list[str]]:
+        """(row lines for before the innermost loop, per-element lines); ``loaded`` values
+        are read from their scratch rows, ``saved`` ones written to theirs."""
         shape, exprs = self.plan.space("inner")
         rows: dict[str, str] = {}
         positions = {var: j for j, var in enumerate(self.body.inputs)}
@@ -208,8 +281,11 @@ class _Emitter:
             access = self.access(f"in{j}", var.type.shape, shape, exprs, rows)
             lines.append(f"{INDENT}x{j} = {access}")
             self.names[var] = f"x{j}"
+        index = exprs[self.inner_dim()]
+        lines += [f"{INDENT}{self.names[var]} = s_{self.names[var]}[{index}]" for var in loaded]
         for node in nodes:
             lines.append(f"{INDENT}{self.names[node.out]} = {self.scalar_expr(node)}")
+        lines += [f"{INDENT}s_{self.names[var]}[{index}] = {self.names[var]}" for var in saved]
         for k in stores:
             var = self.body.outputs[k]
             access = self.access(f"out{k}", var.type.shape, shape, exprs, rows)

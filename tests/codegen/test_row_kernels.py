@@ -110,4 +110,44 @@ def test_row_kernel_source_makes_passes_over_each_row():
     assert "# loops: i0 | i1 x3" in source
     # 3 passes, serial and parallel, row and strided variants
     assert source.count("for i1 in range(n1):") == 12
-    assert "rmaximum(acc0" in source and "radd(acc1" in source and "exp_f32(" in source
+    assert "rmaximum(acc0" in source and "radd(acc1" in source
+    # exp once per element: stored in a scratch row in the sum pass, loaded in the divide pass
+    assert source.count("exp_f32(") == 4 and source.count("s_v2[i1] = v2") == 4
+    assert source.count("v2 = s_v2[i1]") == 4
+
+
+def softmax_kernel(shape, dtype):
+    compiled = fusejit.compile(softmax_model.softmax)
+    x = np.ones(shape, dtype)
+    compiled(x)
+    (node,) = [n for n in compiled.entry_for(x).paths[0].pipeline.graph.nodes
+               if n.op == "fused"]
+    return build_kernel(node)
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.parametrize("shape", [(13, 40), (5, 3, 17)], ids=["2d", "3d"])
+def test_scratch_rows_across_blocks_layouts_and_threads(shape, layout, parallel):
+    # 13 rows: one full block of 8 and a partial one; 3-d: a second kept dim inside the block;
+    # a transposed view takes the strided variant.
+    rng = np.random.default_rng(4)
+    x = special_rows((3 * rng.standard_normal((shape[0], int(np.prod(shape[1:])))))
+                     .astype(np.float32)).reshape(shape)
+    if layout == "strided":
+        x = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
+    kernel = softmax_kernel(shape, np.float32)
+    with np.errstate(all="ignore"):
+        (got,) = kernel(x, parallel=parallel)
+        want = softmax_model.softmax(x)
+    assert "s_v2 = np.empty(n" in kernel.source
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7, equal_nan=True)
+
+
+def test_whole_array_softmax_keeps_no_scratch():
+    # One reduced dim and no kept dims: a scratch would be the whole input; exp is recomputed.
+    kernel = softmax_kernel((50,), np.float64)
+    x = np.linspace(-30, 30, 50)
+    (got,) = kernel(x, parallel=False)
+    assert "np.empty" not in kernel.source
+    np.testing.assert_allclose(got, softmax_model.softmax(x), rtol=1e-13)

@@ -7,6 +7,7 @@ module that is wrong. They stay plain tests (never xfail): a failing one is an o
 import numpy as np
 
 from tests.fuzz.differential import check
+from tests.fuzz.programs import Arg, Program
 
 
 def _calls(*arrays):
@@ -68,3 +69,19 @@ def test_int64_wraparound_seen_by_a_float_comparison():
     values = np.array([[-4397479949780690751, -3717182306025508508],
                        [5796441818114535710, -7527822175994744835]], np.int64)
     check(program, _calls(values), inexact=False)
+
+
+def test_fmax_of_signed_zeros_is_not_held_to_one_sign():
+    # Found by the long fuzz run (program 1,222): the *oracle* was wrong. On a tie of -0.0 and
+    # +0.0, np.fmax/np.fmin return either operand depending on dtype, layout and position
+    # (float32: the second in the SIMD body of a long contiguous array, the first in a short
+    # one or under broadcasting), so programs calling them are compared without zero signs
+    # (tests/fuzz/differential.py); values and NaN positions still are.
+    short, long = np.zeros(4, np.float32), np.zeros(64, np.float32)
+    assert np.signbit(np.fmax(short, -short)[0]) != np.signbit(np.fmax(long, -long)[0])
+    program = Program(args=[Arg("a0", "array", (1, 2), "float32"),
+                            Arg("a1", "array", (1, 2, 2), "float32")],
+                      lines=["v0 = np.min(a0, axis=0, keepdims=True)",
+                             "v1 = np.true_divide(a0, a1)", "v4 = np.fmax(v0, v1)"],
+                      returns=["v4"], specials=True)
+    check(program.build(), lambda call: program.make_inputs(10286 + call), inexact=False)
