@@ -18,7 +18,7 @@ from bench.models import elementwise, gelu, layernorm, mlp
 from bench.models import softmax as softmax_model
 
 WORKLOADS = {  # name: (module, function, target ratio)
-    "gelu": (gelu, gelu.gelu, 60.0),
+    "gelu_f32": (gelu, gelu.gelu_f32, 60.0),
     "chain8": (elementwise, elementwise.elementwise, 10.0),
     "softmax": (softmax_model, softmax_model.softmax, 5.0),
     "layernorm": (layernorm, layernorm.layer_norm, 15.0),

@@ -7,6 +7,7 @@ Nothing here is imported by tests: benchmarks never decide pass or fail.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 import traceback
@@ -16,16 +17,25 @@ import numpy as np
 
 from .workloads import REPEATS, compare, compare_values, fresh, nbytes, workloads
 
+MIN_SAMPLE_S = 0.005   # a sample of a sub-millisecond call times a batch of calls
+
 
 def time_calls(call, warmup, repeats):
-    """Seconds per call: ``repeats`` samples after ``warmup`` untimed calls."""
-    for _ in range(warmup):
+    """Seconds per call: ``repeats`` samples after ``warmup`` untimed calls (at least one).
+    Each sample is the mean of as many back-to-back calls as fill ``MIN_SAMPLE_S``, so that
+    timer resolution and one-off scheduler hiccups on a shared machine do not dominate
+    sub-millisecond calls (timeit's autorange does the same)."""
+    for _ in range(max(warmup, 1) - 1):
         call()
+    start = time.perf_counter()
+    call()
+    number = max(1, math.ceil(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-9)))
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
+        for _ in range(number):
+            call()
+        samples.append((time.perf_counter() - start) / number)
     return samples
 
 

@@ -10,6 +10,7 @@ from . import softmax as softmax_module
 MODELS = {
     "mlp": (mlp, "mlp"),
     "gelu": (gelu, "gelu"),
+    "gelu_f32": (gelu, "gelu_f32"),
     "elementwise": (elementwise, "elementwise"),
     "softmax": (softmax_module, "softmax"),
     "layernorm": (layernorm, "layer_norm"),

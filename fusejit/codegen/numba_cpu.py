@@ -149,6 +149,9 @@ class _Emitter:
                     self.scratch.setdefault(node.out, first_pass[node])
                     continue
                 stack += [producer[v] for v in node.inputs if isinstance(v, Var) and v in producer]
+        order = {node.out: index for index, node in enumerate(self.body.nodes)
+                 if len(node.outputs) == 1}
+        self.scratch = dict(sorted(self.scratch.items(), key=lambda item: order[item[0]]))
 
     def scratch_allocations(self) -> list[str]:
         dim = self.plan.reduced_dims[0]
@@ -197,8 +200,11 @@ class _Emitter:
         plan = self.plan
         reduces = [r for r in plan.reduces if plan.depth.get(r.inputs[0], 0) == number]
         stores = self.inner_outputs(number)
-        loaded = {var for var, stored_in in self.scratch.items() if stored_in < number}
-        nodes = self._closure(self._wanted(number), loaded)
+        stored = {var for var, stored_in in self.scratch.items() if stored_in < number}
+        wanted = self._wanted(number)
+        nodes = self._closure(wanted, stored)
+        used = wanted | {v for node in nodes for v in node.inputs}
+        loaded = [var for var in self.scratch if var in stored and var in used]
         lines = [INDENT + line for r in reduces
                  for line in reductions.init_lines(r, self.acc_names[r])]
         saved = [var for var, stored_in in self.scratch.items() if stored_in == number]

@@ -29,6 +29,7 @@ import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
+import llvmlite.binding as llvm
 import numba
 import numpy as np
 from llvmlite import ir
@@ -36,6 +37,10 @@ from numba.core import types
 from numba.extending import intrinsic
 
 _inline = numba.njit(inline="always", fastmath=False, error_model="numpy")
+
+# Horner steps as fused multiply-adds (one rounding each, one instruction) where the CPU has
+# them; elsewhere llvm.fma would become a libm call per element.
+_HAS_FMA = bool(llvm.get_host_cpu_features().get("fma"))
 
 _I64 = ir.IntType(64)
 _MANTISSA_BITS = 52
@@ -93,7 +98,9 @@ def _horner(typingctx, t, coeffs_high_first):
         t_value, coeffs = args
         acc = builder.extract_value(coeffs, 0)
         for i in range(1, signature.args[1].count):
-            acc = builder.fadd(builder.fmul(acc, t_value), builder.extract_value(coeffs, i))
+            coeff = builder.extract_value(coeffs, i)
+            acc = (builder.fma(acc, t_value, coeff) if _HAS_FMA
+                   else builder.fadd(builder.fmul(acc, t_value), coeff))
         return acc
     return t(t, coeffs_high_first), codegen
 
@@ -416,8 +423,13 @@ def _tanh_f32_native(x):
     ax = abs(x)
     z = x * x
     small = x + x * z * _horner(z, _F32_TANH_SMALL)
-    # |x| >= 0.625: 2/(e+1) <= 0.45, so 1 - 2/(e+1) loses no more than an ulp.
-    e = _exp_f32_native(_F32_TWO * (ax if ax < _F32_TANH_SATURATE else _F32_TANH_SATURATE))
+    # |x| >= 0.625: 2/(e+1) <= 0.45, so 1 - 2/(e+1) loses no more than an ulp. e = exp(2|x|)
+    # for 2|x| in [0, 20]: _exp_f32_native without its clamps, NaN select and split scaling
+    # (k <= 29 needs none; a NaN x is resolved at the end).
+    t = _F32_TWO * (ax if ax < _F32_TANH_SATURATE else _F32_TANH_SATURATE)
+    k = np.floor(t * _F32_LOG2E + _F32_HALF)
+    r = (t - k * _F32_LN2_HI) - k * _F32_LN2_LO
+    e = (_F32_ONE + (r + r * r * _horner(r, _F32_EXPM1_TAIL))) * _pow2_f32(k)
     large = _F32_ONE - _F32_TWO / (e + _F32_ONE)
     large = -large if x < _F32(0.0) else large
     y = small if ax < _F32_TANH_SPLIT else large

@@ -3,8 +3,9 @@
 Fresh NumPy buffers for large intermediates cost a page fault per 4 KiB page on every call;
 the arena is allocated once per thread and each intermediate gets a fixed, 64-byte aligned
 offset in it (first fit over buffer lifetimes, so buffers live at the same time never overlap).
-Only buffers the caller can never see qualify: not graph outputs, not viewed by an output, not
-handed to an opaque NumPy call (which might keep a view of it).
+Kernel outputs and matrix products (``np.matmul(..., out=)``) qualify when the caller can never
+see them: not graph outputs, not viewed by an output, not handed to an opaque NumPy call (which
+might keep a view of it).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..ir import Graph, Var
 from ..passes.plan_memory import assign_offsets, lifetimes, view_parents
 
 ALIGN = 64
+ARENA_OPS = ("fused", "matmul")   # ops that can write into a given buffer (matmul: ``out=``)
 
 
 def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int]:
@@ -39,8 +41,9 @@ def _eligible(graph: Graph) -> set[Var]:
         while var in parents:
             var = parents[var]
             handed_out.add(var)
-    return {out for node in graph.nodes if node.op == "fused" for out in node.outputs
-            if out not in visible and out not in handed_out and out.type.size > 0}
+    return {out for node in graph.nodes if node.op in ARENA_OPS for out in node.outputs
+            if out not in visible and out not in handed_out and out.type.size > 0
+            and (node.op == "fused" or out.type.ndim >= 2)}
 
 
 class Arena:

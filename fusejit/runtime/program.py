@@ -10,7 +10,7 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, indexing, ops
-from .arena import Arena, arena_offsets
+from .arena import ARENA_OPS, Arena, arena_offsets
 from .progress import Progress
 
 
@@ -181,8 +181,15 @@ def _view_call(node: Node):
         slices = _split_slices(node)
         return lambda x: tuple(x[s] for s in slices)
     if op == "matmul":
-        return lambda a, b: (np.asarray(np.matmul(a, b)),)
+        return _matmul
     return None
+
+
+def _matmul(a, b, out=None):
+    """A BLAS call; ``out``: the arena view the product is written into (no allocation)."""
+    if out is None:
+        return (np.asarray(np.matmul(a, b)),)
+    return (np.matmul(a, b, out=out[0]),)
 
 
 def _split_slices(node: Node) -> list[tuple]:
@@ -224,12 +231,13 @@ def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
 
 
 def _plan_arena(graph: Graph, steps: list[Step]):
-    """Kernels all of whose outputs may live in the arena write there instead of allocating."""
+    """Kernels and matmuls all of whose outputs may live in the arena write there instead of
+    allocating."""
     offsets, size = arena_offsets(graph)
     layouts = {}
     for index, step in enumerate(steps):
         outs = step.node.outputs
-        if step.node.op == "fused" and outs and all(v in offsets for v in outs):
+        if step.node.op in ARENA_OPS and outs and all(v in offsets for v in outs):
             layouts[index] = tuple((offsets[v], v.type.shape, v.type.dtype) for v in outs)
     if not layouts:
         return steps, None

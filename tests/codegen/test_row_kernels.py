@@ -151,3 +151,38 @@ def test_whole_array_softmax_keeps_no_scratch():
     (got,) = kernel(x, parallel=False)
     assert "np.empty" not in kernel.source
     np.testing.assert_allclose(got, softmax_model.softmax(x), rtol=1e-13)
+
+
+def test_row_kernel_source_does_not_depend_on_var_numbering():
+    # Vars hash by uid: any set-ordered choice in codegen (which values get scratch rows, in
+    # which order) would make two traces of one model generate different files and compile
+    # again (found: a new sequence length recompiled GPT-2's masked softmax).
+    from fusejit.codegen.numba_cpu import generate_source
+    from fusejit.ir import Graph, Node, Var
+
+    def masked_softmax(x, mask):
+        s = np.where(mask, x / np.float32(2.8284271), np.float32(-1e10))
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    x, mask = np.ones((2, 4, 8), np.float32), np.tri(4, 8, dtype=bool)
+    compiled = fusejit.compile(masked_softmax)
+    compiled(x, mask)
+    (node,) = [n for n in compiled.entry_for(x, mask).paths[0].pipeline.graph.nodes
+               if n.op == "fused"]
+    body = node.attr["body"]
+    source = generate_source(body)[0]
+    assert "s_v" in source
+    values = list(body.inputs) + [v for n in body.nodes for v in n.outputs]
+    rng = np.random.default_rng(0)
+    for _ in range(30):                        # new uids: shuffled, with random gaps
+        fresh = {}
+        for k in rng.permutation(len(values)):
+            [Var(values[k].type) for _ in range(rng.integers(0, 9))]
+            fresh[values[k]] = Var(values[k].type, values[k].hint)
+        ref = lambda v: fresh.get(v, v) if isinstance(v, Var) else v  # noqa: B023
+        renumbered = Graph(body.name, [ref(v) for v in body.inputs],
+                           [Node(n.op, tuple(map(ref, n.inputs)), tuple(map(ref, n.outputs)),
+                                 n.attrs, n.loc) for n in body.nodes],
+                           [ref(v) for v in body.outputs])
+        assert generate_source(renumbered)[0] == source
