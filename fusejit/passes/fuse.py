@@ -2,7 +2,8 @@
 
 Nodes are visited in topological order. An elementwise node joins a producer's group when the
 shapes agree; a reduction absorbs its input's elementwise group as a prologue; elementwise
-consumers of a reduction at the reduction's output shape join as its epilogue. Views,
+consumers of a reduction at the reduction's output shape join as its epilogue; last, elementwise
+kernels over the same space that read a common input merge (horizontal fusion). Views,
 injective ops, matmul and host ops stay plain nodes (NumPy views, NumPy copies, BLAS). Every
 refused fusion is recorded as a ``Refusal`` with its reason; ``explain`` shows them.
 
@@ -29,8 +30,10 @@ def fuse(graph: Graph) -> PassResult:
     fuser = _Fuser(graph)
     for node in graph.nodes:
         fuser.place(node)
+    horizontal = fuser.merge_horizontal()
     new_graph, kernels = fuser.rewrite()
-    return PassResult(new_graph, kernels > 0, {"kernels": kernels, "refusals": fuser.refusals})
+    return PassResult(new_graph, kernels > 0, {"kernels": kernels, "horizontal": horizontal,
+                                               "refusals": fuser.refusals})
 
 
 class _Fuser:
@@ -121,6 +124,48 @@ class _Fuser:
             group.absorb(other, region)
             for member in other.nodes:
                 self.group_of[member] = group
+
+    def merge_horizontal(self) -> int:
+        """Horizontal (sibling) fusion: independent elementwise kernels over the same iteration
+        space that read a common input become one kernel with several outputs, so the input is
+        read once and one loop runs instead of two. Returns how many merges were made."""
+        merges, open_groups = 0, {}   # shape -> groups merged so far, in program order
+        for group in self._elementwise_groups():
+            candidates = open_groups.setdefault(group.shape, [])
+            target = next((c for c in candidates if self._horizontal_ok(c, group)), None)
+            if target is None:
+                candidates.append(group)
+                continue
+            target.absorb(group, "inner")
+            for member in group.nodes:
+                self.group_of[member] = target
+            merges += 1
+        return merges
+
+    def _elementwise_groups(self) -> list[Group]:
+        groups, seen = [], set()
+        for node in self.graph.nodes:
+            group = self.group_of.get(node)
+            if group is not None and group.reduce is None and id(group) not in seen:
+                seen.add(id(group))
+                groups.append(group)
+        return groups
+
+    def _horizontal_ok(self, group: Group, other: Group) -> bool:
+        """Siblings share an input Var; the merged kernel must stay within the size limit and
+        acyclic (neither may depend on the other through a node outside both)."""
+        if not rules.shared_inputs(group, other):
+            return False
+        if len(group.nodes) + len(other.nodes) > MAX_KERNEL_OPS:
+            reason = f"horizontal: kernel size limit ({MAX_KERNEL_OPS} ops)"
+        else:
+            union = group.nodes | other.nodes
+            reason = self._cycle_reason(union, sorted(union, key=self.index.get))
+        if reason is not None:
+            first = min(other.nodes, key=self.index.get)
+            self._refuse(first, reason if reason.startswith("horizontal")
+                         else f"horizontal: {reason}")
+        return reason is None
 
     def _cycle_reason(self, members: set[Node], new_nodes: list[Node]) -> str | None:
         """A node may join only if no operand produced outside depends on the group."""

@@ -195,6 +195,14 @@ def merge_reason(group: Group, other: Group, region: str) -> str | None:
     return None
 
 
+def shared_inputs(group: Group, other: Group) -> bool:
+    """Whether two groups read a common Var produced outside both (or a graph input)."""
+    def reads(g: Group) -> set[Var]:
+        return {v for n in g.nodes for v in n.inputs
+                if isinstance(v, Var) and v not in g.region}
+    return not reads(group).isdisjoint(reads(other))
+
+
 # -- dependencies and scheduling ----------------------------------------------------------------
 def depends_on(start: Node, members: set[Node], producer, index, group_of, first: int) -> bool:
     """Whether ``start``'s unit (its group, or itself) transitively depends on ``members``.

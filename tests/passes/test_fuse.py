@@ -335,3 +335,31 @@ def test_mlp_is_two_blas_calls_and_two_kernels():
     graph = b.graph(b("add", b("matmul", h, w2), b2))
     result = fuse(graph)
     assert [n.op for n in result.graph.nodes] == ["matmul", "fused", "matmul", "fused"]
+
+
+def test_horizontal_siblings_reading_one_input_become_one_kernel():
+    # a = exp(x) * 2 and b = x + y never meet, but both read x: one kernel, two outputs.
+    b = Builder()
+    x, y, z = b.arg((6, 5)), b.arg((6, 5)), b.arg((6, 5))
+    first = b("mul", b("exp", x), lit(2.0))
+    second = b("add", x, y)
+    apart = b("sqrt", b("abs", z))            # reads nothing the others read: its own kernel
+    graph = b.graph(first, second, apart)
+    result = fuse(graph)
+    kernels = fused_nodes(result.graph)
+    assert result.stats["horizontal"] == 1 and len(kernels) == 2
+    assert set(kernels[0].outputs) == {first, second} or set(kernels[1].outputs) == {first,
+                                                                                      second}
+    check_same(graph, result.graph, rand(6, 5), rand(6, 5), rand(6, 5))
+
+
+def test_horizontal_merge_refused_with_reason_when_it_would_close_a_cycle():
+    b = Builder()
+    x = b.arg((3, 4))
+    o = b("exp", x)
+    g = b("add", x, b("reshape", o, shape=(3, 4)))
+    graph = b.graph(b("mul", g, o))
+    result = fuse(graph)
+    assert result.stats["horizontal"] == 0
+    assert "horizontal: would create a cycle through reshape" in [
+        r.reason for r in result.stats["refusals"]]
