@@ -69,9 +69,25 @@ def store(key: str, value) -> None:
     blob = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
     try:
         atomic_write(_path(key), blob)
-        evict(config.cache_root(), max_bytes())  # old versions' entries age out too
+        _evict_now_and_then(len(blob))
     except OSError as exc:
         log.warning("cannot write the program cache (%s); continuing in memory", exc)
+
+
+_written_since_scan = [None]   # bytes this process wrote since it last scanned; None: never
+
+
+def _evict_now_and_then(written: int) -> None:
+    """Scanning the cache costs a stat per file (50 ms over a few thousand): scan on a
+    process's first write, then once it has written 1/64 of the bound since the last scan,
+    so the directory overshoots the bound by at most that much per process."""
+    limit = max_bytes()
+    since = _written_since_scan[0]
+    if since is not None and since + written < limit // 64:
+        _written_since_scan[0] = since + written
+        return
+    _written_since_scan[0] = 0
+    evict(config.cache_root(), limit)  # old versions' entries age out too
 
 
 def atomic_write(path: Path, data: bytes) -> None:

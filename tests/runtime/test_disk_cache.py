@@ -91,3 +91,35 @@ def test_read_only_cache_location_compiles_in_memory_and_warns_once():
     result = run("/proc/fusejit-cache")  # not writable, even by root
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("is not writable") == 1
+
+
+def test_eviction_deletes_least_recently_used_files_until_the_bound(tmp_path):
+    from fusejit.runtime import program_cache
+    old_version = tmp_path / "fj-old" / "programs"
+    current = tmp_path / "fj-new" / "programs"
+    for folder in (old_version, current):
+        folder.mkdir(parents=True)
+    files = []
+    for age, folder in enumerate([old_version, old_version, current, current]):
+        path = folder / f"entry{age}.pkl"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (1000 + age, 1000 + age))  # entry0 is the least recently used
+        files.append(path)
+    (current / ".tmp-in-flight").write_bytes(b"x" * 5000)  # a write in progress: never touched
+    assert program_cache.evict(tmp_path, 2500) == 2
+    assert [p.exists() for p in files] == [False, False, True, True]
+    assert (current / ".tmp-in-flight").exists()
+
+
+def test_storing_programs_keeps_the_cache_under_its_bound(tmp_path, monkeypatch):
+    from fusejit import config
+    from fusejit.runtime import program_cache
+    monkeypatch.setenv("FUSEJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSEJIT_CACHE_MAX_MB", str(20_000 / 2**20))
+    monkeypatch.setattr(program_cache, "_written_since_scan", [None])
+    stale = config.cache_root() / "fj-stale" / "kernels" / "old.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"#" * 15_000)
+    os.utime(stale, (1000, 1000))
+    program_cache.store("a" * 40, {"payload": "p" * 8_000})   # first write: scans
+    assert not stale.exists() and program_cache.load("a" * 40) == {"payload": "p" * 8_000}
