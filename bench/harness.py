@@ -25,17 +25,27 @@ def time_calls(call, warmup, repeats):
     Each sample is the mean of as many back-to-back calls as fill ``MIN_SAMPLE_S``, so that
     timer resolution and one-off scheduler hiccups on a shared machine do not dominate
     sub-millisecond calls (timeit's autorange does the same)."""
-    for _ in range(max(warmup, 1) - 1):
-        call()
-    start = time.perf_counter()
-    call()
-    number = max(1, math.ceil(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-9)))
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
+    return time_interleaved([call], warmup, repeats)[0]
+
+
+def time_interleaved(calls, warmup, repeats):
+    """``time_calls`` for several callables, their samples taken in turn (A B A B ...): load
+    from other work on a shared machine then slows every column alike instead of skewing the
+    ratio between them."""
+    numbers = []
+    for call in calls:
+        for _ in range(max(warmup, 1) - 1):
             call()
-        samples.append((time.perf_counter() - start) / number)
+        start = time.perf_counter()
+        call()
+        numbers.append(max(1, math.ceil(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-9))))
+    samples = [[] for _ in calls]
+    for _ in range(repeats):
+        for call, number, column in zip(calls, numbers, samples, strict=True):
+            start = time.perf_counter()
+            for _ in range(number):
+                call()
+            column.append((time.perf_counter() - start) / number)
     return samples
 
 
@@ -97,8 +107,20 @@ def count_kernels(compiled, args, kwargs):
         return info.get("kernels_compiled", 0) + info.get("kernels_reused", 0)
 
 
-def run_compiled(workload, args, kwargs, eager_out, warmup, repeats):
-    """The fusejit column: compile time, timings, kernels, peak memory; or the error."""
+def run_compiled(workload, args, kwargs, eager_out, eager_call, warmup, repeats):
+    """The eager and fusejit columns, timed in turn: (eager timings, fusejit's compile time,
+    timings, kernels, peak memory -- or its error, with eager timed alone)."""
+    row = _prepare_compiled(workload, args, kwargs, eager_out)
+    if row["status"] != "ok":
+        return summarize(time_calls(eager_call, warmup, repeats)), row
+    call = row.pop("call")
+    eager_samples, samples = time_interleaved([eager_call, call], warmup, repeats)
+    row.update(summarize(samples), peak_bytes=peak_memory(call))
+    return summarize(eager_samples), row
+
+
+def _prepare_compiled(workload, args, kwargs, eager_out):
+    """Compile, check against eager, count kernels: a row with the timed ``call``."""
     try:
         compiled = compile_fn(workload)
         call_args, call_kwargs = fresh(args, kwargs)
@@ -114,12 +136,10 @@ def run_compiled(workload, args, kwargs, eager_out, warmup, repeats):
     except AssertionError as exc:
         return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
     call_args, call_kwargs = fresh(args, kwargs) if workload.mutates_args else (args, kwargs)
-    call = lambda: compiled(*call_args, **call_kwargs)
     return {
         "status": "ok",
         "compile_s": first_call_s,
-        **summarize(time_calls(call, warmup, repeats)),
-        "peak_bytes": peak_memory(call),
+        "call": lambda: compiled(*call_args, **call_kwargs),
         "kernels": count_kernels(compiled, call_args, call_kwargs),
         "cache_info": dict(compiled.cache_info()),
     }
@@ -157,13 +177,14 @@ def run_workload(workload, peers=True, repeats=None):
     eager_out = workload.fn(*eager_args, **eager_kwargs)
     timed_args, timed_kwargs = fresh(args, kwargs) if workload.mutates_args else (args, kwargs)
     eager_call = lambda: workload.fn(*timed_args, **timed_kwargs)
+    eager, fusejit_row = run_compiled(workload, args, kwargs, eager_out, eager_call, warmup,
+                                      timed)
     row = {
         "workload": workload.name, "size": workload.size, "dtype": workload.dtype.name,
         "bytes_moved": nbytes((args, kwargs)) + nbytes(eager_out),
-        "eager": {"status": "ok", **summarize(time_calls(eager_call, warmup, timed)),
-                  "peak_bytes": peak_memory(eager_call)},
+        "eager": {"status": "ok", **eager, "peak_bytes": peak_memory(eager_call)},
+        "fusejit": fusejit_row,
     }
-    row["fusejit"] = run_compiled(workload, args, kwargs, eager_out, warmup, timed)
     row["peers"] = {}
     for name, builder in workload.peers if peers else ():
         row["peers"][name] = run_peer(workload, name, builder, args, kwargs, eager_out,
