@@ -8,7 +8,9 @@ For the GPT-2 block and a multi-layer GPT-2 forward (bench sizes: seq 128, n_emb
 - warm: a new process over the cache the cold run filled (Numba disk-cache hits);
 - new shape: in the warm process, a new sequence length: the first call (trace, optimize,
   lower: the result), then with the first replay added; kernels compiled meanwhile;
-- dispatch: a cache-hit call of a 5-kernel program on 4x4 inputs, against the eager call.
+- dispatch: a cache-hit call of a 5-kernel program on 4x4 inputs, against the eager call;
+- peers: ``jax.jit`` and ``torch.compile`` on the same models (cold compile, new shape,
+  dispatch; ``bench/latency_peers.py``), or "not installed".
 
 Figures are wall-clock seconds on this machine; quote them with the machine's load in mind.
 """
@@ -22,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.latency_peers import PEERS
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Runs in a child process: prints one JSON line of timings and cache counters.
@@ -32,17 +36,9 @@ import numpy as np
 import fusejit
 from bench.models import gpt2_block as m
 t_import = time.perf_counter() - t0
+from bench.latency_peers import gpt2_inputs
 which, layers = sys.argv[1], int(sys.argv[2])
-
-def inputs(seq):
-    if which == "block":
-        (x, p, n_head), kw = m.make_inputs(size="bench")
-        rng = np.random.default_rng(1)
-        x = rng.standard_normal((seq, x.shape[1])).astype(np.float32)
-        return (x, p, n_head)
-    (ids, params, n_head), kw = m.make_gpt2_inputs(size="bench")
-    params = dict(params, blocks=[params["blocks"][0]] * layers)
-    return (np.arange(seq) % params["wte"].shape[0], params, n_head)
+inputs = lambda seq: gpt2_inputs(which, seq, layers)
 
 fn = m.block if which == "block" else m.gpt2
 compiled = fusejit.compile(fn)
@@ -65,17 +61,9 @@ DISPATCH = r"""
 import json, time
 import numpy as np
 import fusejit
+from bench.models.tiny import five_kernels, make_inputs
 
-def five_kernels(x, y):
-    a = np.tanh(x) * y + 1.0                     # elementwise, then a row-sum reduction
-    b = a.sum(axis=0)
-    c = np.exp(x - x.max(axis=1, keepdims=True))
-    c = c / c.sum(axis=1, keepdims=True)         # one row-persistent softmax kernel
-    d = np.maximum(a @ y, 0)                     # BLAS + epilogue
-    e = (d * 2).argmax(axis=0)
-    return b + d.min(axis=0), c, e, np.sqrt(np.abs(y)).sum()
-
-x, y = np.random.rand(4, 4), np.random.rand(4, 4)
+x, y = make_inputs()
 f = fusejit.compile(five_kernels)
 f(x, y); f(x, y)
 def median(call, n=3000):
@@ -89,8 +77,10 @@ print(json.dumps({"kernels": len(f.explain(x, y).kernels), "eager_us": eager * 1
 """
 
 
-def run_child(code, args, env) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO_ROOT,
+def run_child(code, args, env, module=None) -> dict:
+    """One JSON line from ``python -c code args`` (or ``python -m module args``)."""
+    entry = ["-m", module] if module else ["-c", code]
+    proc = subprocess.run([sys.executable, *entry, *args], env=env, cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-3:] if proc.stderr else ["failed"]
@@ -125,7 +115,33 @@ def summary_rows(results) -> list[str]:
     rows.append("dispatch (5-kernel program, 4x4): " + (
         d.get("error") or f"{d['compiled_us']:.1f} us compiled vs {d['eager_us']:.1f} us "
                           f"eager ({d['kernels']} kernels)"))
-    return rows
+    return rows + [_peer_row(peer, runs) for peer, runs in results.get("peers", {}).items()]
+
+
+def _peer_row(peer: str, runs: dict) -> str:
+    """``jax.jit: block cold 1.20 s, new shape 0.40 s; gpt2 ...; dispatch 30.0 us``."""
+    parts, dispatch = [], None
+    for which, r in runs.items():
+        if "skipped" in r or "error" in r:
+            return f"{peer}: {r.get('skipped') or 'error: ' + r['error']}"
+        parts.append(f"{which} cold {r['first_call_s']:.2f} s, new shape "
+                     f"{r['new_shape_first_call_s']:.2f} s")
+        dispatch = r["dispatch_us"]
+    return f"{peer}: " + "; ".join(parts) + f"; dispatch {dispatch:.1f} us"
+
+
+def peer_results(layers: int, env: dict) -> dict:
+    """Each installed peer, per model, in a fresh process; a missing one is skipped once."""
+    results = {}
+    for peer in PEERS:
+        runs = {}
+        for which, depth in (("block", 1), ("gpt2", layers)):
+            runs[which] = run_child(None, [peer, which, str(depth)], env,
+                                    module="bench.latency_peers")
+            if "skipped" in runs[which]:
+                break
+        results[peer] = runs
+    return results
 
 
 def main(argv=None) -> int:
@@ -133,9 +149,10 @@ def main(argv=None) -> int:
     parser.add_argument("--layers", type=int, default=12, help="GPT-2 layers (default 12)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     results = {"block": cold_and_warm("block", 1), "gpt2": cold_and_warm("gpt2", args.layers),
-               "dispatch": run_child(DISPATCH, [], dict(os.environ,
-                                                        PYTHONPATH=str(REPO_ROOT)))}
+               "dispatch": run_child(DISPATCH, [], env),
+               "peers": peer_results(args.layers, env)}
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
     else:

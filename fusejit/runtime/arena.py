@@ -21,7 +21,8 @@ ARENA_OPS = ("fused", "matmul")   # ops that can write into a given buffer (matm
 
 
 def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int]:
-    """Offsets for the fused-kernel outputs that may live in the arena, and the arena size."""
+    """Offsets for the kernel outputs and matrix products that may live in the arena, and the
+    arena size."""
     eligible = _eligible(graph)
     spans = {var: span for var, span in lifetimes(graph).items() if var in eligible}
     offsets = assign_offsets(spans, ALIGN)

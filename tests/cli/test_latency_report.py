@@ -15,3 +15,29 @@ def test_latency_table_shows_first_call_and_replay_of_a_new_shape():
     assert rows[2] == "block          warm  error: boom"
     assert rows[-1] == ("dispatch (5-kernel program, 4x4): 16.9 us compiled vs 13.2 us eager "
                         "(5 kernels)")
+
+
+def test_peer_rows_say_skipped_or_give_the_figures():
+    from bench.latency import _peer_row
+    assert _peer_row("jax.jit", {"block": {"skipped": "not installed (jax)"}}) == \
+        "jax.jit: not installed (jax)"
+    run = {"first_call_s": 1.5, "new_shape_first_call_s": 0.4, "dispatch_us": 30.0}
+    assert _peer_row("torch.compile", {"block": run, "gpt2": run}) == (
+        "torch.compile: block cold 1.50 s, new shape 0.40 s; gpt2 cold 1.50 s, new shape "
+        "0.40 s; dispatch 30.0 us")
+
+
+def test_peers_run_the_models_own_source_with_another_numpy():
+    # jax.jit gets the models re-created with np bound to jax.numpy; bound to NumPy itself they
+    # must compute exactly what the models do.
+    import numpy as np
+
+    from bench.latency_peers import gpt2_inputs, with_numpy
+    from bench.models import gpt2_block, tiny
+    args = gpt2_inputs("block", 16, 1)
+    np.testing.assert_array_equal(with_numpy(gpt2_block, np)["block"](*args),
+                                  gpt2_block.block(*args))
+    x, y = tiny.make_inputs()
+    for got, want in zip(with_numpy(tiny, np)["five_kernels"](x, y), tiny.five_kernels(x, y),
+                         strict=True):
+        np.testing.assert_array_equal(got, want)
