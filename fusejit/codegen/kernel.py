@@ -178,10 +178,11 @@ class CompiledKernel:
     """One fused node's kernel: a shared compiled module plus this node's shapes.
 
     ``__call__(*inputs, out=None, parallel=None)`` returns a tuple of arrays; ``out`` may give
-    preallocated outputs (the runtime's arena); ``parallel=None`` picks the ``prange`` variant
-    when the iteration space has at least ``PARALLEL_MIN_ELEMENTS`` elements. The row variant
-    runs first; it declines (returns False) when an operand's last axis is not unit-stride,
-    and the strided variant runs instead (``numba_cpu``).
+    preallocated outputs (the runtime's arena; a None in it is allocated here);
+    ``parallel=None`` picks the ``prange`` variant when the iteration space has at least
+    ``PARALLEL_MIN_ELEMENTS`` elements. The row variant runs first; it declines (returns False)
+    when an operand's last axis is not unit-stride, and the strided variant runs instead
+    (``numba_cpu``).
     """
 
     def __init__(self, name, key, source, source_ops, module, plan: KernelPlan, node: Node):
@@ -210,7 +211,7 @@ class CompiledKernel:
                   else _as_kernel_array(x, shape)
                   for x, shape in zip(inputs, shapes, strict=False)]  # lengths checked above
         if out is not None:
-            outs = tuple(out)
+            outs = tuple(out) if all(o is not None for o in out) else self._complete(out)
             views = [o.reshape(padded(o.shape)) if o.ndim == 0 else o for o in outs]
         elif self._zero_d_out:
             views = [np.empty(shape, dtype) for shape, dtype in self._allocs]
@@ -222,6 +223,11 @@ class CompiledKernel:
         if not rows(*self.sizes, *arrays, *views):
             strided(*self.sizes, *arrays, *views)
         return outs
+
+    def _complete(self, out) -> tuple:
+        """``out`` with a new array for each None (an output the caller will see)."""
+        return tuple(np.empty(shape, dtype) if o is None else o
+                     for o, (_, shape, dtype) in zip(out, self._out_specs, strict=True))
 
     def _function(self, parallel):
         """The row variant (returns False when it declines a strided operand)."""

@@ -3,7 +3,7 @@
 Fresh NumPy buffers for large intermediates cost a page fault per 4 KiB page on every call;
 the arena is allocated once per thread and each intermediate gets a fixed, 64-byte aligned
 offset in it (first fit over buffer lifetimes, so buffers live at the same time never overlap).
-Kernel outputs and matrix products (``np.matmul(..., out=)``) qualify when the caller can never
+Kernel outputs, matrix products and concatenations (``out=``) qualify when the caller can never
 see them: not graph outputs, not viewed by an output, not handed to an opaque NumPy call (which
 might keep a view of it).
 """
@@ -17,12 +17,13 @@ from ..ir import Graph, Var
 from ..passes.plan_memory import assign_offsets, lifetimes, view_parents
 
 ALIGN = 64
-ARENA_OPS = ("fused", "matmul")   # ops that can write into a given buffer (matmul: ``out=``)
+# ops that can write into a given buffer (matmul and concatenate through ``out=``)
+ARENA_OPS = ("fused", "matmul", "concatenate")
 
 
 def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int]:
-    """Offsets for the kernel outputs and matrix products that may live in the arena, and the
-    arena size."""
+    """Offsets for the kernel, matmul and concatenate outputs that may live in the arena, and
+    the arena size."""
     eligible = _eligible(graph)
     spans = {var: span for var, span in lifetimes(graph).items() if var in eligible}
     offsets = assign_offsets(spans, ALIGN)
@@ -51,7 +52,8 @@ class Arena:
     """Per-thread storage; ``views(step)`` gives that step's preallocated output arrays."""
 
     def __init__(self, size: int, layouts: dict[int, tuple]):
-        self.size, self.layouts = size, layouts   # step index -> ((offset, shape, dtype), ...)
+        # step index -> per output: (offset, shape, dtype), or None (the step allocates it)
+        self.size, self.layouts = size, layouts
         self.local = threading.local()
 
     def views(self, step: int) -> tuple:
@@ -63,8 +65,8 @@ class Arena:
     def _build(self) -> dict[int, tuple]:
         memory = np.empty(self.size + ALIGN, np.uint8)
         base = (-memory.ctypes.data) % ALIGN
-        return {step: tuple(_view(memory, base + offset, shape, dtype)
-                            for offset, shape, dtype in layout)
+        return {step: tuple(None if spec is None else _view(memory, base + spec[0], *spec[1:])
+                            for spec in layout)
                 for step, layout in self.layouts.items()}
 
 

@@ -182,6 +182,9 @@ def _view_call(node: Node):
         return lambda x: tuple(x[s] for s in slices)
     if op == "matmul":
         return _matmul
+    if op == "concatenate":
+        axis = attr["axis"]
+        return lambda *xs, out=None: (np.concatenate(xs, axis, out=out and out[0]),)
     return None
 
 
@@ -231,14 +234,15 @@ def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
 
 
 def _plan_arena(graph: Graph, steps: list[Step]):
-    """Kernels and matmuls all of whose outputs may live in the arena write there instead of
-    allocating."""
+    """Kernels and matmuls write the outputs that may live in the arena there instead of
+    allocating them (a kernel whose other outputs the caller sees allocates only those)."""
     offsets, size = arena_offsets(graph)
     layouts = {}
     for index, step in enumerate(steps):
         outs = step.node.outputs
-        if step.node.op in ARENA_OPS and outs and all(v in offsets for v in outs):
-            layouts[index] = tuple((offsets[v], v.type.shape, v.type.dtype) for v in outs)
+        if step.node.op in ARENA_OPS and any(v in offsets for v in outs):
+            layouts[index] = tuple((offsets[v], v.type.shape, v.type.dtype) if v in offsets
+                                   else None for v in outs)
     if not layouts:
         return steps, None
     steps = [replace(step, in_arena=index in layouts) for index, step in enumerate(steps)]

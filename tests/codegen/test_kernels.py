@@ -72,6 +72,20 @@ def test_parallel_variant_and_preallocated_outputs():
     np.testing.assert_allclose(out, want, rtol=1e-13)
 
 
+def test_preallocated_outputs_may_leave_some_to_the_kernel():
+    # The runtime's arena holds only outputs the caller never sees; a None is allocated here.
+    node = fused_node([((4, 5), np.float64), ((), np.float64)], lambda emit, x, s: [
+        emit("exp", x), emit("sum", x, axes=(0, 1), keepdims=False)], kind="reduce")
+    kernel = build_kernel(node)
+    x = np.arange(20.0).reshape(4, 5) / 20
+    held = np.empty((4, 5))
+    for out in ((held, None), (None, None)):
+        got_exp, got_sum = kernel(x, np.float64(0), out=out, parallel=False)
+        assert (got_exp is held) == (out[0] is held) and got_sum.shape == ()
+        np.testing.assert_allclose(got_exp, np.exp(x), rtol=1e-15)
+        np.testing.assert_allclose(got_sum, x.sum(), rtol=1e-15)
+
+
 def test_fused_graph_runs_end_to_end():
     x = Var(TensorType((8, 16), F32), "x")
     nodes, v = [], x

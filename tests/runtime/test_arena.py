@@ -1,0 +1,38 @@
+"""The CPU runtime's arena: which outputs live there, and that results do not depend on it."""
+import copy
+
+import numpy as np
+
+import fusejit
+from bench.models import mlp_train
+
+
+def test_kernels_keep_hidden_outputs_in_the_arena_and_allocate_what_the_caller_sees():
+    # mlp_train's b1 kernel yields dz (an intermediate the next matmul reads) and the updated
+    # b1 (written back into the caller's dict): dz goes to the arena, b1 is allocated.
+    (x, y, params, lr), _ = mlp_train.make_inputs(size="small")
+    compiled = fusejit.compile(mlp_train.train_step)
+    ours, theirs = copy.deepcopy(params), copy.deepcopy(params)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled(x, y, ours, lr), mlp_train.train_step(x, y, theirs, lr),
+                                   rtol=1e-5)
+    for name in params:
+        np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-5, atol=1e-7)
+    program = compiled.entry_for(x, y, ours, lr).paths[0].program
+    layouts = program.arena.layouts
+    mixed = [layout for layout in layouts.values()
+             if any(spec is None for spec in layout) and any(spec is not None for spec in layout)]
+    matmuls = [i for i in layouts if program.steps[i].node.op == "matmul"]
+    assert mixed and matmuls
+
+
+def test_im2col_concatenation_is_written_into_the_arena():
+    from bench.models import conv
+    (x, w, b), _ = conv.make_inputs(size="small")
+    compiled = fusejit.compile(conv.conv2d_relu)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled(x, w, b), conv.conv2d_relu(x, w, b), rtol=1e-5,
+                                   atol=1e-6)
+    program = compiled.entry_for(x, w, b).paths[0].program
+    ops = {program.steps[i].node.op for i in program.arena.layouts}
+    assert {"concatenate", "matmul"} <= ops
