@@ -178,7 +178,8 @@ class CompiledKernel:
     """One fused node's kernel: a shared compiled module plus this node's shapes.
 
     ``__call__(*inputs, out=None, parallel=None)`` returns a tuple of arrays; ``out`` may give
-    preallocated outputs (the runtime's arena; a None in it is allocated here);
+    preallocated outputs (the runtime's arena: a tuple of arrays, or a list whose None entries
+    are allocated here);
     ``parallel=None`` picks the ``prange`` variant when the iteration space has at least
     ``PARALLEL_MIN_ELEMENTS`` elements. The row variant runs first; it declines (returns False)
     when an operand's last axis is not unit-stride, and the strided variant runs instead
@@ -211,7 +212,7 @@ class CompiledKernel:
                   else _as_kernel_array(x, shape)
                   for x, shape in zip(inputs, shapes, strict=False)]  # lengths checked above
         if out is not None:
-            outs = tuple(out) if all(o is not None for o in out) else self._complete(out)
+            outs = out if type(out) is tuple else self._complete(out)
             views = [o.reshape(padded(o.shape)) if o.ndim == 0 else o for o in outs]
         elif self._zero_d_out:
             views = [np.empty(shape, dtype) for shape, dtype in self._allocs]
@@ -225,7 +226,7 @@ class CompiledKernel:
         return outs
 
     def _complete(self, out) -> tuple:
-        """``out`` with a new array for each None (an output the caller will see)."""
+        """``out`` (a list) with a new array for each None (an output the caller will see)."""
         return tuple(np.empty(shape, dtype) if o is None else o
                      for o, (_, shape, dtype) in zip(out, self._out_specs, strict=True))
 

@@ -19,6 +19,9 @@ from ..passes.plan_memory import assign_offsets, lifetimes, view_parents
 ALIGN = 64
 # ops that can write into a given buffer (matmul and concatenate through ``out=``)
 ARENA_OPS = ("fused", "matmul", "concatenate")
+# NumPy gets ``out=`` only for results this large: a small one comes from malloc's free lists
+# (no page faults to save), and the keyword costs NumPy more than the allocation.
+OUT_MIN_BYTES = 64 * 1024
 
 
 def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int]:
@@ -45,7 +48,7 @@ def _eligible(graph: Graph) -> set[Var]:
             handed_out.add(var)
     return {out for node in graph.nodes if node.op in ARENA_OPS for out in node.outputs
             if out not in visible and out not in handed_out and out.type.size > 0
-            and (node.op == "fused" or out.type.ndim >= 2)}
+            and (node.op == "fused" or out.type.nbytes >= OUT_MIN_BYTES)}
 
 
 class Arena:
@@ -65,9 +68,13 @@ class Arena:
     def _build(self) -> dict[int, tuple]:
         memory = np.empty(self.size + ALIGN, np.uint8)
         base = (-memory.ctypes.data) % ALIGN
-        return {step: tuple(None if spec is None else _view(memory, base + spec[0], *spec[1:])
-                            for spec in layout)
-                for step, layout in self.layouts.items()}
+        views = {}
+        for step, layout in self.layouts.items():
+            outs = [None if spec is None else _view(memory, base + spec[0], *spec[1:])
+                    for spec in layout]
+            # a list tells the kernel to allocate its None entries; a tuple is complete
+            views[step] = tuple(outs) if None not in layout else outs
+        return views
 
 
 def _view(memory, offset, shape, dtype):

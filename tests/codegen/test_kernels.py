@@ -73,13 +73,14 @@ def test_parallel_variant_and_preallocated_outputs():
 
 
 def test_preallocated_outputs_may_leave_some_to_the_kernel():
-    # The runtime's arena holds only outputs the caller never sees; a None is allocated here.
+    # The runtime's arena holds only outputs the caller never sees: it passes a list, and each
+    # None in it is allocated by the kernel call.
     node = fused_node([((4, 5), np.float64), ((), np.float64)], lambda emit, x, s: [
         emit("exp", x), emit("sum", x, axes=(0, 1), keepdims=False)], kind="reduce")
     kernel = build_kernel(node)
     x = np.arange(20.0).reshape(4, 5) / 20
     held = np.empty((4, 5))
-    for out in ((held, None), (None, None)):
+    for out in ([held, None], [None, None]):
         got_exp, got_sum = kernel(x, np.float64(0), out=out, parallel=False)
         assert (got_exp is held) == (out[0] is held) and got_sum.shape == ()
         np.testing.assert_allclose(got_exp, np.exp(x), rtol=1e-15)

@@ -10,7 +10,7 @@ from bench.models import mlp_train
 def test_kernels_keep_hidden_outputs_in_the_arena_and_allocate_what_the_caller_sees():
     # mlp_train's b1 kernel yields dz (an intermediate the next matmul reads) and the updated
     # b1 (written back into the caller's dict): dz goes to the arena, b1 is allocated.
-    (x, y, params, lr), _ = mlp_train.make_inputs(size="small")
+    (x, y, params, lr), _ = mlp_train.make_inputs(size="quick")  # products >= OUT_MIN_BYTES
     compiled = fusejit.compile(mlp_train.train_step)
     ours, theirs = copy.deepcopy(params), copy.deepcopy(params)
     for _ in range(3):
@@ -27,8 +27,10 @@ def test_kernels_keep_hidden_outputs_in_the_arena_and_allocate_what_the_caller_s
 
 
 def test_im2col_concatenation_is_written_into_the_arena():
+    # NumPy writes large concatenations and products into the arena (out=); small ones are
+    # cheaper to allocate.
     from bench.models import conv
-    (x, w, b), _ = conv.make_inputs(size="small")
+    (x, w, b), _ = conv.make_inputs(size="quick")
     compiled = fusejit.compile(conv.conv2d_relu)
     for _ in range(3):
         np.testing.assert_allclose(compiled(x, w, b), conv.conv2d_relu(x, w, b), rtol=1e-5,
@@ -36,3 +38,16 @@ def test_im2col_concatenation_is_written_into_the_arena():
     program = compiled.entry_for(x, w, b).paths[0].program
     ops = {program.steps[i].node.op for i in program.arena.layouts}
     assert {"concatenate", "matmul"} <= ops
+
+
+def test_small_products_are_left_to_numpy():
+    from fusejit.runtime.arena import OUT_MIN_BYTES
+    (x, y, params, lr), _ = mlp_train.make_inputs(size="small")
+    compiled = fusejit.compile(mlp_train.train_step)
+    compiled(x, y, params, lr)
+    compiled(x, y, params, lr)
+    program = compiled.entry_for(x, y, params, lr).paths[0].program
+    assert all(step.node.op == "fused" for i, step in enumerate(program.steps)
+               if i in program.arena.layouts)
+    assert all(v.type.nbytes < OUT_MIN_BYTES for step in program.steps
+               if step.node.op == "matmul" for v in step.node.outputs)
