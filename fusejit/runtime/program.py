@@ -176,6 +176,8 @@ def _view_call(node: Node):
         return lambda x: (np.asarray(x).transpose(perm),)
     if op == "getitem":
         key = indexing.decode(attr["key"])
+        if node.out.type.shape == () and Ellipsis not in key:
+            key += (Ellipsis,)   # a 0-d view, not the NumPy scalar x[0] alone would give
         return lambda x: (np.asarray(x)[key],)
     if op == "split":
         slices = _split_slices(node)

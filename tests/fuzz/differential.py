@@ -95,13 +95,18 @@ def _has_single_precision(inputs, fn) -> bool:
     return "float32" in source or "float16" in source
 
 
+# Calls that pick one of several equal values: on a tie of -0.0 and +0.0 NumPy returns either
+# depending on dtype, layout and position (np.fmax on float32: the second operand in the SIMD
+# body of a long contiguous array, the first in a short one or under broadcasting; np.max along
+# an axis: the last row, in a SIMD tree reduction whichever lane wins).
+_ZERO_SIGN_UNSPECIFIED = ("np.fmax(", "np.fmin(", "np.max(", "np.min(", ".max(", ".min(")
+
+
 def _zero_signs_specified(fn) -> bool:
-    """False when the program calls np.fmax/np.fmin: on a tie of -0.0 and +0.0 NumPy returns
-    one operand or the other depending on dtype, layout and position (float32: the second in
-    the SIMD body of a long contiguous array, the first in a short one or under broadcasting),
-    so no sign is *the* answer; values and NaN positions are still compared."""
+    """False when the program calls one of ``_ZERO_SIGN_UNSPECIFIED``: no sign is *the*
+    answer there; values and NaN positions are still compared."""
     source = getattr(fn, "__fusejit_source__", "")
-    return "np.fmax(" not in source and "np.fmin(" not in source
+    return not any(call in source for call in _ZERO_SIGN_UNSPECIFIED)
 
 
 def check(fn, make_inputs, calls=3, inexact=True, compiled=None) -> Outcome:

@@ -85,3 +85,26 @@ def test_fmax_of_signed_zeros_is_not_held_to_one_sign():
                              "v1 = np.true_divide(a0, a1)", "v4 = np.fmax(v0, v1)"],
                       returns=["v4"], specials=True)
     check(program.build(), lambda call: program.make_inputs(10286 + call), inexact=False)
+
+
+def test_zero_d_basic_index_stays_a_zero_d_array():
+    # Found by the long fuzz run (program ~10,000). runtime/program.py: the getitem view step
+    # ran x[0] on a 1-d array, which NumPy answers with a scalar, so replays returned
+    # np.float32 where eager NumPy (np.broadcast_to of it) returned a 0-d ndarray.
+    def program(a0):
+        return np.broadcast_to(a0[0], ()), a0[0], a0[0:1][0]
+
+    check(program, _calls(np.array([1.5, -2.0], np.float32)), inexact=False)
+
+
+def test_max_reduction_of_signed_zeros_is_not_held_to_one_sign():
+    # Found by the long fuzz run: the *oracle* was wrong. np.max/np.min along an axis return
+    # the last of tied -0.0/+0.0 in NumPy's plain loops but whichever lane wins in its SIMD
+    # tree reductions, so the zero sign of programs reducing with max/min is not compared.
+    rows = np.array([[0.0, -0.0], [-0.0, 0.0]])
+    assert list(np.signbit(np.max(rows, axis=0))) == [True, False]
+    program = Program(args=[Arg("a0", "array", (2, 2, 2), "float64"),
+                            Arg("a1", "generic", (), "float32")],
+                      lines=["v0 = np.rint(a0)", "v2 = np.max(v0, axis=0)"],
+                      returns=["v2"], specials=True, wide_ints=True)
+    check(program.build(), lambda call: program.make_inputs(1 + call), inexact=False)
