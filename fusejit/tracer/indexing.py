@@ -32,7 +32,11 @@ def _record_getitem(rec, concrete, tracer, key):
     if indexing.is_basic(index_key):
         derive = lambda rec, v: rec.emit("getitem", [v], {"key": index_key})
         link = None
-        if isinstance(concrete, np.ndarray) and isinstance(tracer, Tracer):
+        # Linked (writes go through to the base) only where NumPy made a view: indexing a
+        # NumPy scalar (np.sum(x)[None]) makes a new array that writes do not reach.
+        if (isinstance(concrete, np.ndarray) and isinstance(tracer, Tracer)
+                and isinstance(tracer.value, np.ndarray)
+                and np.may_share_memory(concrete, tracer.value)):
             link = ViewLink(tracer, derive, index_key, tracer.ir_var)
         return wrap(rec, concrete, derive(rec, base), link)
     var = rec.emit("gather", [base, *operands], {"key": index_key})

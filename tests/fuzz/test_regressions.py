@@ -108,3 +108,16 @@ def test_max_reduction_of_signed_zeros_is_not_held_to_one_sign():
                       lines=["v0 = np.rint(a0)", "v2 = np.max(v0, axis=0)"],
                       returns=["v2"], specials=True, wide_ints=True)
     check(program.build(), lambda call: program.make_inputs(1 + call), inexact=False)
+
+
+def test_indexing_a_numpy_scalar_makes_a_copy_not_a_view():
+    # Found by the long fuzz run (program 1,547 on c713434; older than this session).
+    # tracer/indexing.py linked s[None] to s as a view, so `v += 2` was written back into the
+    # sum s; in NumPy, np.sum returns a scalar and s[None] is a new array writes do not reach.
+    def program(a0):
+        s = np.sum(a0)
+        v = s[None]
+        v += 2
+        return np.negative(s), v
+
+    check(program, _calls(np.array([0.25], np.float32)), inexact=False)
