@@ -176,8 +176,10 @@ def _view_call(node: Node):
         return lambda x: (np.asarray(x).transpose(perm),)
     if op == "getitem":
         key = indexing.decode(attr["key"])
-        if node.out.type.shape == () and Ellipsis not in key:
-            key += (Ellipsis,)   # a 0-d view, not the NumPy scalar x[0] alone would give
+        if node.out.type.shape == ():
+            # NumPy gives a scalar (a copy) for x[0]: a 0-d array copy keeps both the array
+            # type and the copy (a view would see a later write-back into x)
+            return lambda x: (np.array(np.asarray(x)[key]),)
         return lambda x: (np.asarray(x)[key],)
     if op == "split":
         slices = _split_slices(node)

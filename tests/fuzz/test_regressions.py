@@ -121,3 +121,15 @@ def test_indexing_a_numpy_scalar_makes_a_copy_not_a_view():
         return np.negative(s), v
 
     check(program, _calls(np.array([0.25], np.float32)), inexact=False)
+
+
+def test_element_read_before_an_in_place_update_keeps_the_old_value():
+    # Found by the long fuzz run on 5da102a; introduced by that session's fix above (x[0, ...]
+    # made a 0-d *view* of the argument, which the replayed `a1 += 2` then changed).
+    # runtime/program.py now copies a 0-d getitem, as NumPy's scalar result is a copy.
+    def program(a1):
+        v1 = a1[0]
+        a1 += 2
+        return v1
+
+    check(program, _calls(np.array([0.5, -1.0], np.float32)), inexact=False)
