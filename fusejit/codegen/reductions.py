@@ -10,12 +10,21 @@ Float sums add through ``radd`` (prelude), compiled with ``fastmath={"reassoc"}`
 that flag, as a separate function: the flag lands on that one ``fadd`` instruction, which lets
 LLVM split the accumulator into SIMD lanes, while the rest of the kernel keeps strict IEEE
 semantics (no nnan/ninf: NaN and inf still propagate through the sum).
+
+A float32 sum adds in float32 within blocks of ``SUM_BLOCK`` elements of the innermost loop
+(16 SIMD lanes, and no conversion per element) and adds each block's sum into a float64
+accumulator, which is rounded once at the end. Per element that is half the vector work of a
+float64 accumulator (layernorm's two sums: 1.23 -> 0.88 ms of compute over 4096x1024), and
+the error stays at NumPy's pairwise level: a block's lanes add a few elements each, and the
+float64 sum of the blocks adds nothing measurable.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir import Node
+
+SUM_BLOCK = 256
 
 
 def accumulator_dtype(node: Node) -> np.dtype:
@@ -24,6 +33,18 @@ def accumulator_dtype(node: Node) -> np.dtype:
     if node.op == "sum" and dtype == np.float32:
         return np.dtype(np.float64)
     return dtype
+
+
+def blocked(node: Node) -> bool:
+    """Whether the reduction accumulates in float32 blocks (see the module docstring)."""
+    return node.op == "sum" and node.inputs[0].type.dtype == np.float32
+
+
+def block_lines(node: Node, value: str, name: str) -> tuple[str, str, str]:
+    """(block init, per-element update, block finish) for a ``blocked`` reduction."""
+    block = f"{name}_b"
+    return (f"{block} = np.float32(0)", f"{block} = radd({block}, {value})",
+            f"{name} = {name} + np.float64({block})")
 
 
 def init_lines(node: Node, name: str = "acc") -> list[str]:
@@ -98,6 +119,8 @@ def _ctor(dtype) -> str:
     return "bool" if dtype == np.bool_ else f"np.{dtype.name}"
 
 
-def describe(node: Node) -> str:
-    """``sum f32 in f64`` for kernel headers."""
-    return f"{node.op} {node.inputs[0].type.dtype.name} in {accumulator_dtype(node).name}"
+def describe(node: Node, columns: bool = False) -> str:
+    """``sum float32 in float64 (float32 blocks of 256)`` for kernel headers; a ``columns``
+    kernel keeps one float64 accumulator per column, without blocks."""
+    text = f"{node.op} {node.inputs[0].type.dtype.name} in {accumulator_dtype(node).name}"
+    return text + f" (float32 blocks of {SUM_BLOCK})" if blocked(node) and not columns else text

@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 from codegen_helpers import check_kernel, fused_node
 
+from fusejit.codegen import build_kernel
+
 AXIS_FORMS = [(0,), (1,), (2,), (0, 2), (0, 1, 2)]
 BY_DTYPE = {
     np.float32: ["sum", "prod", "reduce_max", "reduce_min", "argmax", "argmin"],
@@ -80,3 +82,41 @@ def test_zero_d_input_and_full_reduction_to_scalar():
     node = fused_node([((2, 3), np.int64)], lambda emit, x: [
         emit("prod", x, axes=(0, 1), keepdims=False)], kind="reduce")
     check_kernel(node, np.array([[1, 2, 3], [4, 5, -6]], np.int64))
+
+
+@pytest.mark.parametrize("length", [1, 255, 256, 257, 1000, 3001])
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_float32_row_sums_in_blocks_stay_within_pairwise_error(length, parallel):
+    # float32 sums add in float32 blocks of 256 and in float64 across blocks: every length
+    # around the block size, row and strided variants, serial and parallel, against the exact
+    # sum (float64 here is exact to far below float32 rounding) within NumPy's pairwise bound.
+    rows = 5
+    rng = np.random.default_rng(length)
+    x = (rng.standard_normal((rows, length)) * 100 + 50).astype(np.float32)
+    x[3, length // 2] = np.nan
+    x[4, length - 1] = np.inf
+    kernel = build_kernel(reduce_node("sum", np.float32, (1,), False, shape=x.shape))
+    exact = x.astype(np.float64).sum(axis=1)
+    bound = 4 * np.finfo(np.float32).eps * np.abs(x.astype(np.float64)).sum(axis=1)
+    strided = np.repeat(x, 2, axis=1)[:, ::2]       # a non-unit last stride: strided variant
+    for operand in (x, strided):
+        with np.errstate(all="ignore"):
+            (got,) = kernel(operand, parallel=parallel)
+        assert got.dtype == np.float32 and got.shape == (rows,)
+        assert np.isnan(got[3]) and got[4] == np.inf
+        finite = slice(0, 3)
+        assert np.all(np.abs(got[finite] - exact[finite]) <= bound[finite] + 1e-30), (
+            got[finite], exact[finite])
+    assert "float32 blocks of 256" in kernel.source
+
+
+def test_max_min_reductions_propagate_nan_with_signed_zeros():
+    # llvm.maximum/minimum carry only `nsz`: a tied -0.0/+0.0 may come back either way (as
+    # from NumPy's own reductions), while NaN anywhere in a row still wins.
+    x = np.zeros((4, 40), np.float32)
+    x[:, ::2] = -0.0
+    x[1, 7] = np.nan
+    x[2, 39] = np.nan
+    x[3] = np.linspace(-3, 2, 40, dtype=np.float32)
+    for op in ("reduce_max", "reduce_min"):
+        check_kernel(reduce_node(op, np.float32, (1,), False, shape=x.shape), x)
