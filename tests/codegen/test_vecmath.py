@@ -156,3 +156,16 @@ def test_edge_cases_named_in_the_design(dtype):
     assert one("log", np.inf) == np.inf
     for name in ("tanh", "sin", "erf", "expm1", "log1p"):
         assert np.signbit(one(name, -0.0)), name
+
+
+def test_float32_exp_dense_where_the_scaling_switches():
+    # float32 exp adds k to p's exponent less one (and doubles) or plus 64 (and scales by
+    # 2**-64) depending on k: every float32 around each switch, the subnormal results, the last
+    # finite one and the first infinite one, and a dense sweep of the whole finite range.
+    ln2 = np.log(2.0)
+    edges = [k * ln2 for k in (-150, -149, -126, -125, -64, -63, -62, 0, 127, 128)]
+    around = [np.arange(-4096, 4096, dtype=np.int64) + np.array([e], np.float32).view(np.int32)
+              for e in edges]
+    patterns = np.concatenate(around).astype(np.int32).view(np.float32)
+    sweep = np.linspace(-104.0, 89.0, 2_000_001, dtype=np.float32)
+    assert check("exp", np.concatenate([patterns, sweep])) <= MAX_ULP
