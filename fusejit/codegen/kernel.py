@@ -33,6 +33,7 @@ class KernelPlan:
     out_shape: tuple[int, ...] = ()
     region_of: dict = field(default_factory=dict)   # body Var -> "inner" | "outer"
     depth: dict = field(default_factory=dict)       # body Var -> chained reductions below it
+    zero_d: bool = False    # a reduction of a 0-d input: the space is the padded (1,)
 
     @property
     def reduce(self) -> Node | None:
@@ -135,10 +136,11 @@ def _reduce_plan(body: Graph, reduces: tuple[Node, ...]) -> KernelPlan:
         if other.op in ("argmax", "argmin") or first.op in ("argmax", "argmin"):
             raise ValueError(f"{body.name}: argmax/argmin must be a kernel's one reduction")
     axes, keepdims = tuple(attrs["axes"]), bool(attrs["keepdims"])
-    if not shape:  # a 0-d reduction: pad to (1,) and reduce that dim away
+    zero_d = not shape
+    if zero_d:  # a 0-d reduction: pad to (1,) and reduce that dim away
         shape, axes, keepdims = (1,), (0,), False
     return KernelPlan("reduce", tuple(shape), len(body.inputs), len(body.outputs), reduces,
-                      axes, keepdims, first.out.type.shape)
+                      axes, keepdims, first.out.type.shape, zero_d=zero_d)
 
 
 def _assign_regions(plan: KernelPlan, body: Graph) -> None:

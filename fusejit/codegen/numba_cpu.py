@@ -177,6 +177,13 @@ class _Emitter:
         ``blocks`` (init, update, finish lines of float32-blocked sums) split the innermost
         loop into blocks of ``SUM_BLOCK``, initialising and finishing each block around it."""
         lines, depth = [], 1
+        if self.plan.zero_d:
+            # The padded dim of a 0-d reduction is one element: no loop. (A loop of one
+            # iteration that loads from and stores to index 0 made LLVM's vectorizer walk a
+            # nested tanh's expression tree exponentially: minutes for tanh(tanh(x)).)
+            lines = [INDENT + line for line in before_inner]
+            lines += [f"{INDENT}i{dim} = 0" for dim in dims]
+            return lines + list(inner_lines)
         for position, dim in enumerate(dims):
             if position == len(dims) - 1:
                 lines += [INDENT * depth + line for line in before_inner]
@@ -226,11 +233,12 @@ class _Emitter:
                  for line in reductions.init_lines(r, self.acc_names[r])]
         saved = [var for var, stored_in in self.scratch.items() if stored_in == number]
         rows, element = self.element_lines(nodes, stores, loaded, saved)
+        blocked = [r for r in reduces if reductions.blocked(r) and not plan.zero_d]
         blocks = [reductions.block_lines(r, self.ref(r.inputs[0]), self.acc_names[r])
-                  for r in reduces if reductions.blocked(r)]
+                  for r in blocked]
         element += [INDENT + update for _, update, _ in blocks]
         for r in reduces:
-            if not reductions.blocked(r):
+            if r not in blocked:
                 element += [INDENT + line for line in reductions.update_lines(
                     r, self.ref(r.inputs[0]), self.acc_names[r])]
         lines += self.nest(plan.reduced_dims, element, first=False, before_inner=rows,

@@ -133,3 +133,20 @@ def test_element_read_before_an_in_place_update_keeps_the_old_value():
         return v1
 
     check(program, _calls(np.array([0.5, -1.0], np.float32)), inexact=False)
+
+
+def test_nested_tanh_of_a_zero_d_integer_beside_its_mean_compiles():
+    # Found by the long fuzz run on 6b7d124 (program 8,988; it hung instead of failing, so
+    # hypothesis had nothing to shrink; this is the program, cut to what hangs): the mean of a
+    # 0-d integer array pads its space to (1,), and codegen/numba_cpu.py looped over that one
+    # element, loading in0[0] and storing out1[0] on each iteration. LLVM's loop vectorizer
+    # then walked tanh(tanh(x))'s expression tree once per path (isUniformAcrossVFsAndUFs):
+    # minutes, at 100% CPU. The 0-d reduction now has no loop.
+    def program(a0):
+        v0 = np.tanh(a0)
+        v1 = np.mean(a0)
+        v5 = np.tanh(v0)
+        return np.clip(v5, 0, None), a0.argmin(keepdims=True), v5, v1
+
+    for dtype in (np.int64, np.int32):
+        check(program, _calls(np.array(3, dtype)), inexact=True)
