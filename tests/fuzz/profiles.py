@@ -21,10 +21,12 @@ if os.environ.get("FUSEJIT_FUZZ_EXAMPLES"):       # a custom count, for explorin
 COUNTS: Counter = Counter()
 
 
-def log_progress(program) -> None:
+def log_progress(program, seed: int) -> None:
     """``FUSEJIT_FUZZ_LOG=FILE``: append each program (and the running counts) as it starts,
-    so a long run shows where it is and what it was doing if it dies."""
+    with its arguments and seed, so a long run shows where it is and what it was doing if it
+    dies or hangs (``program.make_inputs(seed + call)`` rebuilds its inputs)."""
     path = os.environ.get("FUSEJIT_FUZZ_LOG")
     if path:
         with open(path, "a") as log:
-            log.write(f"# {dict(COUNTS)}\n{program.source()}\n")
+            header = repr(program).splitlines()[0]   # flags and argument shapes
+            log.write(f"# {dict(COUNTS)}\n# {header} seed={seed}\n{program.source()}\n")
