@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EagerFallback
-from ..ir import Lit
+from ..ir import Lit, Var
 from .registry import (
     handle_function,
     implements,
@@ -98,7 +98,12 @@ def _copy(rec, concrete, a, order="K", subok=False):
 def _astype(rec, concrete, x, dtype, /, *, copy=True, device=None):
     if isinstance(x, Tracer) and concrete is x.value:
         return x
-    return wrap(rec, concrete, rec.cast(rec.operand(x), concrete.dtype))
+    value = rec.operand(x)
+    if isinstance(value, Var) and value.type.dtype == concrete.dtype:
+        # NumPy copied without converting: a new array that a later in-place update of x
+        # must not reach, also through views of the copy (the cast alone would be x itself).
+        return wrap(rec, concrete, rec.emit("copy", [value]))
+    return wrap(rec, concrete, rec.cast(value, concrete.dtype))
 
 
 def _result_dtype(concrete):

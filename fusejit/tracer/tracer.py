@@ -70,8 +70,14 @@ class Tracer:
         recorder = active()
         if recorder is not None:
             recorder.set_fallback("conversion to a NumPy array (__array__) of a traced value")
+        # NumPy 2's protocol: copy=True asks for a new array (NumPy does not copy it again),
+        # copy=False forbids one.
         value = np.asarray(self.value)
-        return value if dtype is None else value.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            return value.astype(dtype)
+        return value.copy() if copy else value
 
     def __bool__(self):
         return guards.to_bool(self)

@@ -150,3 +150,30 @@ def test_nested_tanh_of_a_zero_d_integer_beside_its_mean_compiles():
 
     for dtype in (np.int64, np.int32):
         check(program, _calls(np.array(3, dtype)), inexact=True)
+
+
+def test_same_dtype_astype_is_a_copy_that_an_in_place_update_does_not_reach():
+    # Found by the second long fuzz run on the final code of this session (after 4,442
+    # programs; older than the session). tracer/functions.py recorded a0.astype(np.int32) on
+    # an int32 a0 as a0 itself (a cast to the same dtype is no op), so the expand_dims of the
+    # copy replayed as a view of the argument and saw `a0 += 2`. It is now a `copy` node.
+    program = Program(args=[Arg("a0", "array", (1,), "int32")],
+                      lines=["v0 = np.negative(a0)", "v1 = a0.astype(np.int32)",
+                             "v2 = np.expand_dims(v1, 0)", "v3 = a0.astype(np.float32)",
+                             "v4 = np.negative(a0)", "a0 += 2"],
+                      returns=["v4", "v2"], wide_ints=True)
+    check(program.build(), lambda call: program.make_inputs(1 + call), inexact=False)
+
+
+def test_np_array_of_a_traced_argument_copies_in_the_traced_call():
+    # Found while reducing the failure above (older than the session): np.array(x) asks
+    # x.__array__(copy=True) for a new array, and NumPy 2 does not copy what it gets back;
+    # the Tracer returned the argument itself, so the traced (first) call's result saw the
+    # later `a0 += 2`. tracer/tracer.py now honours copy=True (and copy=False).
+    def program(a0):
+        v1 = np.array(a0)
+        v2 = v1[None]
+        a0 += 2
+        return v2
+
+    check(program, lambda call: [np.array([[5, 6]], np.int32)], inexact=False)
