@@ -222,7 +222,7 @@ class _Emitter:
         """One pass over a row: its accumulations and inner stores, then the outer values the
         finished reductions make available."""
         plan = self.plan
-        reduces = [r for r in plan.reduces if plan.depth.get(r.inputs[0], 0) == number]
+        reduces = self._pass_reduces(number)
         stores = self.inner_outputs(number)
         stored = {var for var, stored_in in self.scratch.items() if stored_in < number}
         wanted = self._wanted(number)
@@ -274,11 +274,14 @@ class _Emitter:
                            before_inner=rows)
         return lines + self.nest([plan.rank - 1], finish + self.outer_lines(1), first=False)
 
+    def _pass_reduces(self, number: int) -> list[Node]:
+        """The reductions pass ``number`` accumulates (those whose input has that depth)."""
+        plan = self.plan
+        return [r for r in plan.reduces if plan.depth.get(r.inputs[0], 0) == number]
+
     def _wanted(self, number: int) -> set:
         """The values pass ``number`` must produce: its reductions' inputs and its stores."""
-        plan = self.plan
-        reduces = [r for r in plan.reduces if plan.depth.get(r.inputs[0], 0) == number]
-        return ({r.inputs[0] for r in reduces}
+        return ({r.inputs[0] for r in self._pass_reduces(number)}
                 | {self.body.outputs[k] for k in self.inner_outputs(number)})
 
     def _closure(self, wanted: set, loaded: set = frozenset()) -> list[Node]:

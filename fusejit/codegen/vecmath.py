@@ -86,6 +86,12 @@ def _split_exponent(typingctx, x):
     return types.UniTuple(types.float64, 2)(types.float64), codegen
 
 
+def _fma_ir(builder, a, b, c):
+    """IR for a * b + c: one llvm.fma where the CPU has FMA (else a libm call per element), a
+    multiply and an add elsewhere."""
+    return builder.fma(a, b, c) if _HAS_FMA else builder.fadd(builder.fmul(a, b), c)
+
+
 @intrinsic
 def _scale_f32(typingctx, p, shifted):
     """float32 p * 2**k, rounded once, for p in [0.5, 2) and ``shifted`` = k + 1.5 * 2**23 (k
@@ -126,9 +132,7 @@ def _fma(typingctx, a, b, c):
         return None
 
     def codegen(context, builder, signature, args):
-        a_value, b_value, c_value = args
-        return (builder.fma(a_value, b_value, c_value) if _HAS_FMA
-                else builder.fadd(builder.fmul(a_value, b_value), c_value))
+        return _fma_ir(builder, *args)
     return a(a, b, c), codegen
 
 
@@ -145,8 +149,7 @@ def _horner(typingctx, t, coeffs_high_first):
         acc = builder.extract_value(coeffs, 0)
         for i in range(1, signature.args[1].count):
             coeff = builder.extract_value(coeffs, i)
-            acc = (builder.fma(acc, t_value, coeff) if _HAS_FMA
-                   else builder.fadd(builder.fmul(acc, t_value), coeff))
+            acc = _fma_ir(builder, acc, t_value, coeff)
         return acc
     return t(t, coeffs_high_first), codegen
 

@@ -157,14 +157,12 @@ class _Fuser:
         if not rules.shared_inputs(group, other):
             return False
         if len(group.nodes) + len(other.nodes) > MAX_KERNEL_OPS:
-            reason = f"horizontal: kernel size limit ({MAX_KERNEL_OPS} ops)"
+            reason = f"kernel size limit ({MAX_KERNEL_OPS} ops)"
         else:
             union = group.nodes | other.nodes
             reason = self._cycle_reason(union, sorted(union, key=self.index.get))
         if reason is not None:
-            first = min(other.nodes, key=self.index.get)
-            self._refuse(first, reason if reason.startswith("horizontal")
-                         else f"horizontal: {reason}")
+            self._refuse(min(other.nodes, key=self.index.get), f"horizontal: {reason}")
         return reason is None
 
     def _cycle_reason(self, members: set[Node], new_nodes: list[Node]) -> str | None:

@@ -15,6 +15,11 @@ def _calls(*arrays):
     return lambda call: list(arrays)
 
 
+def _check_drawn(program: Program) -> None:
+    """A program as the fuzzer drew it, with the fuzzer's inputs (seed 1 + call)."""
+    check(program.build(), lambda call: program.make_inputs(1 + call), inexact=False)
+
+
 def test_gather_constant_index_into_size_one_axis():
     # ir/ops.py infer_types: shape rules of gather/setitem/scatter_add run NumPy on stand-in
     # inputs filled with ones, so the stand-in *index array* holds 1 and is out of bounds for an
@@ -107,7 +112,7 @@ def test_max_reduction_of_signed_zeros_is_not_held_to_one_sign():
                             Arg("a1", "generic", (), "float32")],
                       lines=["v0 = np.rint(a0)", "v2 = np.max(v0, axis=0)"],
                       returns=["v2"], specials=True, wide_ints=True)
-    check(program.build(), lambda call: program.make_inputs(1 + call), inexact=False)
+    _check_drawn(program)
 
 
 def test_indexing_a_numpy_scalar_makes_a_copy_not_a_view():
@@ -162,7 +167,7 @@ def test_same_dtype_astype_is_a_copy_that_an_in_place_update_does_not_reach():
                              "v2 = np.expand_dims(v1, 0)", "v3 = a0.astype(np.float32)",
                              "v4 = np.negative(a0)", "a0 += 2"],
                       returns=["v4", "v2"], wide_ints=True)
-    check(program.build(), lambda call: program.make_inputs(1 + call), inexact=False)
+    _check_drawn(program)
 
 
 def test_np_array_of_a_traced_argument_copies_in_the_traced_call():
