@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--only NAME ...] [--dtype f32|f64] [--no-peers]``.
+"""``python -m bench [--quick] [--only NAME ...] [--dtype f32|f64] [--no-peers] [--no-scripts]``.
 
 Runs every workload eagerly and through ``fusejit.compile`` in one process, prints a table,
 writes ``bench/results/bench-<date>.json`` and, with matplotlib, a PNG of the speedups.
@@ -23,6 +23,8 @@ def parse_args(argv=None):
     parser.add_argument("--dtype", default="f32", choices=("f32", "f64"))
     parser.add_argument("--repeats", type=int, help="timed repeats per measurement")
     parser.add_argument("--no-peers", action="store_true", help="skip numexpr/numba/jax/torch")
+    parser.add_argument("--no-scripts", action="store_true",
+                        help="skip timing eager and fusejit each alone in a plain process")
     return parser.parse_args(argv)
 
 
@@ -31,7 +33,8 @@ def main(argv=None) -> int:
     size = "quick" if args.quick else "bench"
     dtype = np.float32 if args.dtype == "f32" else np.float64
     log = lambda message: print(message, file=sys.stderr, flush=True)
-    results = harness.run_all(size, dtype, args.only, not args.no_peers, args.repeats, log)
+    results = harness.run_all(size, dtype, args.only, not args.no_peers, args.repeats, log,
+                              not args.no_scripts)
     results["meta"] = report.metadata(size, dtype)
     print(report.render(results))
     path = report.write_json(results)

@@ -1,8 +1,11 @@
-"""Timing: eager NumPy, ``fusejit.compile`` and peers side by side in one process.
+"""Timing: eager NumPy, ``fusejit.compile`` and peers side by side in one run.
 
-For each workload: build inputs, run eager and compiled once and compare (abort the workload
-with MISMATCH if they differ), then time each with ``time.perf_counter`` (warmup, N repeats,
-median and IQR), measure peak memory with ``tracemalloc`` and count kernels with ``explain``.
+For each workload: build inputs, run eager and compiled once and compare (a result that
+differs is reported as MISMATCH and not timed), then time both with ``time.perf_counter``,
+their samples taken in turn (warmup, N repeats, median and IQR), measure peak memory with
+``tracemalloc`` and count kernels with ``explain``. Each peer then runs in a process of its
+own, after eager NumPy there (``bench/peer_process.py`` says why), and eager and fusejit each
+run alone in a plain process, as a user's script would (``bench/script_process.py``).
 Nothing here is imported by tests: benchmarks never decide pass or fail.
 """
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import os
 import sys
 import threading
 import time
@@ -110,19 +114,7 @@ def count_kernels(compiled, args, kwargs):
         return info.get("kernels_compiled", 0) + info.get("kernels_reused", 0)
 
 
-def run_compiled(workload, args, kwargs, eager_out, eager_call, warmup, repeats):
-    """The eager and fusejit columns, timed in turn: (eager timings, fusejit's compile time,
-    timings, kernels, peak memory -- or its error, with eager timed alone)."""
-    row = _prepare_compiled(workload, args, kwargs, eager_out)
-    if row["status"] != "ok":
-        return summarize(time_calls(eager_call, warmup, repeats)), row
-    call = row.pop("call")
-    eager_samples, samples = time_interleaved([eager_call, call], warmup, repeats)
-    row.update(summarize(samples), peak_bytes=peak_memory(call))
-    return summarize(eager_samples), row
-
-
-def _prepare_compiled(workload, args, kwargs, eager_out):
+def prepare_compiled(workload, args, kwargs, eager_out):
     """Compile, check against eager, count kernels: a row with the timed ``call``."""
     try:
         compiled = compile_fn(workload)
@@ -154,7 +146,8 @@ def eager_args_after(workload, args, kwargs):
     return call_args
 
 
-def run_peer(workload, peer_name, builder, args, kwargs, eager_out, warmup, repeats):
+def prepare_peer(workload, builder, args, kwargs, eager_out):
+    """Build and check one peer: a row with the timed ``call``, or why it did not run."""
     try:
         call = builder(workload.name, args, kwargs)
     except ImportError as exc:
@@ -168,41 +161,63 @@ def run_peer(workload, peer_name, builder, args, kwargs, eager_out, warmup, repe
         return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
     except Exception as exc:
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-    return {"status": "ok", "compile_s": first_call_s, **summarize(time_calls(call, warmup,
-                                                                              repeats))}
+    return {"status": "ok", "compile_s": first_call_s, "call": call}
 
 
-def run_workload(workload, peers=True, repeats=None):
+def run_elsewhere(module, workload, what, repeats=None) -> dict:
+    """``python -m bench.<module> WORKLOAD WHAT SIZE DTYPE REPEATS`` in a fresh process."""
+    from .latency import run_child
+
+    result = run_child(None, [workload.name, what, workload.size, workload.dtype.name,
+                              str(repeats or 0)], dict(os.environ), module=f"bench.{module}")
+    return result if "status" in result else {"status": "error", **result}
+
+
+def run_scripts(workload, repeats=None) -> dict:
+    """Eager and fusejit each alone in a plain process (``bench/script_process.py``)."""
+    script = {which: run_elsewhere("script_process", workload, which, repeats)
+              for which in ("eager", "fusejit")}
+    if all(result.get("status") == "ok" for result in script.values()):
+        script["speedup"] = script["eager"]["median_s"] / script["fusejit"]["median_s"]
+    return script
+
+
+def run_workload(workload, peers=True, repeats=None, scripts=True):
+    """Eager NumPy and fusejit, their samples taken in turn; then each peer on its own."""
     warmup, timed = REPEATS[workload.size]
-    timed = repeats or timed
     args, kwargs = workload.inputs()
     eager_args, eager_kwargs = fresh(args, kwargs)
     eager_out = workload.fn(*eager_args, **eager_kwargs)
     timed_args, timed_kwargs = fresh(args, kwargs) if workload.mutates_args else (args, kwargs)
     eager_call = lambda: workload.fn(*timed_args, **timed_kwargs)
-    eager, fusejit_row = run_compiled(workload, args, kwargs, eager_out, eager_call, warmup,
-                                      timed)
+    fusejit_row = prepare_compiled(workload, args, kwargs, eager_out)
+    if fusejit_row["status"] == "ok":
+        call = fusejit_row.pop("call")
+        eager, samples = time_interleaved([eager_call, call], warmup, repeats or timed)
+        fusejit_row.update(summarize(samples), peak_bytes=peak_memory(call))
+    else:
+        eager = time_calls(eager_call, warmup, repeats or timed)
     row = {
         "workload": workload.name, "size": workload.size, "dtype": workload.dtype.name,
         "bytes_moved": nbytes((args, kwargs)) + nbytes(eager_out),
-        "eager": {"status": "ok", **eager, "peak_bytes": peak_memory(eager_call)},
+        "eager": {"status": "ok", **summarize(eager), "peak_bytes": peak_memory(eager_call)},
         "fusejit": fusejit_row,
+        "peers": {name: run_elsewhere("peer_process", workload, name, repeats)
+                  for name, _ in (workload.peers if peers else ())},
     }
-    row["peers"] = {}
-    for name, builder in workload.peers if peers else ():
-        row["peers"][name] = run_peer(workload, name, builder, args, kwargs, eager_out,
-                                      warmup, timed)
+    if scripts and fusejit_row["status"] == "ok":
+        row["script"] = run_scripts(workload, repeats)
     add_ratios(row)
     return row
 
 
 def add_ratios(row):
-    eager_s = row["eager"]["median_s"]
     for result in [row["fusejit"], *row["peers"].values()]:
         if result.get("status") == "ok":
+            eager_s = result.get("eager_median_s", row["eager"]["median_s"])
             result["speedup"] = eager_s / result["median_s"]
             result["bandwidth_Bps"] = row["bytes_moved"] / result["median_s"]
-    row["eager"]["bandwidth_Bps"] = row["bytes_moved"] / eager_s
+    row["eager"]["bandwidth_Bps"] = row["bytes_moved"] / row["eager"]["median_s"]
 
 
 # glibc's mallopt parameters (malloc.h)
@@ -230,7 +245,8 @@ def keep_freed_memory(megabytes=512) -> bool:
         return False
 
 
-def run_all(size="bench", dtype=np.float32, only=None, peers=True, repeats=None, log=print):
+def run_all(size="bench", dtype=np.float32, only=None, peers=True, repeats=None, log=print,
+            scripts=True):
     """Run every workload; returns ``{"copy_bandwidth_Bps": ..., "rows": [...]}``."""
     if keep_freed_memory():
         log("allocator: glibc keeps freed blocks for reuse (eager NumPy at its fastest)")
@@ -240,7 +256,7 @@ def run_all(size="bench", dtype=np.float32, only=None, peers=True, repeats=None,
     for workload in workloads(size, dtype, only):
         log(f"running {workload.name} ({size}, {workload.dtype.name}) ...")
         try:
-            rows.append(run_workload(workload, peers, repeats))
+            rows.append(run_workload(workload, peers, repeats, scripts))
         except Exception:  # an eager failure is a bug in the model: show it
             log(traceback.format_exc())
             rows.append({"workload": workload.name, "size": size, "error": "eager failed"})

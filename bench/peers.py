@@ -1,6 +1,9 @@
 """Peer implementations the harness times next to fusejit: numexpr, hand-written Numba loops,
-``jax.jit`` and ``torch.compile`` (CPU). Every peer library is optional: a builder raises
-``ImportError`` when its library is missing and the harness reports the peer as skipped.
+``jax.jit`` and ``torch.compile`` (CPU). The one-kernel workloads and the MLP are written again
+in each library's own array API; the models (attention, GPT-2, LSTM, conv) are the bench
+models' own source, run by ``jax.jit`` with ``np`` bound to ``jax.numpy`` and by
+``torch.compile``, which traces NumPy calls itself. Every peer library is optional: a builder
+raises ``ImportError`` when its library is missing and the harness reports the peer as skipped.
 
 A builder takes the workload's ``(args, kwargs)`` and returns a zero-argument callable, so that
 input conversion (to jax/torch arrays) stays outside the timed region.
@@ -11,6 +14,8 @@ import functools
 import math
 
 import numpy as np
+
+from .models import MODELS
 
 GELU_C = math.sqrt(2 / math.pi)
 
@@ -102,8 +107,8 @@ def numexpr_peer(workload, args, kwargs):
 
 
 # -- jax.jit and torch.compile (CPU): the same math in each library's own array API ----------
-def _array_api_fns(xp, row):
-    """``row(name, x)``: a last-axis keepdims reduction, spelled per library."""
+def _array_api_fns(xp, row, relu):
+    """``row(name, x)``: a last-axis keepdims reduction, and ``relu(x)``, spelled per library."""
 
     def softmax(x):
         e = xp.exp(x - row("max", x))
@@ -122,7 +127,7 @@ def _array_api_fns(xp, row):
         return xp.exp(-xp.abs(xp.maximum(t, c)))
 
     def mlp(x, w1, b1, w2, b2):
-        return xp.maximum(x @ w1 + b1, 0) @ w2 + b2
+        return relu(x @ w1 + b1) @ w2 + b2
 
     return {"softmax": softmax, "layernorm": layer_norm, "gelu": gelu,
             "elementwise": elementwise, "mlp": mlp}
@@ -134,7 +139,8 @@ def jax_peer(workload, args, kwargs):
 
     jax.config.update("jax_enable_x64", True)
     row = lambda name, x: getattr(jnp, name)(x, axis=-1, keepdims=True)
-    fn = jax.jit(_array_api_fns(jnp, row)[SAME_AS.get(workload, workload)])
+    relu = lambda x: jnp.maximum(x, 0)
+    fn = jax.jit(_array_api_fns(jnp, row, relu)[SAME_AS.get(workload, workload)])
     jargs = [jnp.asarray(a) for a in args]
     return lambda: np.asarray(fn(*jargs).block_until_ready())
 
@@ -144,9 +150,39 @@ def torch_peer(workload, args, kwargs):
 
     reducers = {"max": torch.amax, "sum": torch.sum, "mean": torch.mean}
     row = lambda name, x: reducers[name](x, dim=-1, keepdim=True)
-    fn = torch.compile(_array_api_fns(torch, row)[SAME_AS.get(workload, workload)])
+    fn = torch.compile(_array_api_fns(torch, row, torch.relu)[SAME_AS.get(workload, workload)])
     targs = [torch.from_numpy(np.ascontiguousarray(a)) for a in args]
     return lambda: fn(*targs).numpy()
+
+
+# -- the same, on a model's own NumPy source ------------------------------------------------
+def _static_argnums(args):
+    """Positions of Python ints (``n_head``): they select the program, as they do in fusejit."""
+    return tuple(i for i, arg in enumerate(args) if isinstance(arg, int))
+
+
+def jax_source_peer(workload, args, kwargs):
+    """``jax.jit`` of the model's own source with ``np`` bound to ``jax.numpy``."""
+    import jax
+    import jax.numpy as jnp
+
+    from .latency_peers import with_numpy
+
+    jax.config.update("jax_enable_x64", True)
+    module, name = MODELS[workload]
+    fn = jax.jit(with_numpy(module, jnp)[name], static_argnums=_static_argnums(args))
+    to_jax = lambda v: jnp.asarray(v) if isinstance(v, np.ndarray) else v  # noqa: E731
+    jargs = jax.tree_util.tree_map(to_jax, args)
+    return lambda: jax.tree_util.tree_map(np.asarray, jax.block_until_ready(fn(*jargs)))
+
+
+def torch_source_peer(workload, args, kwargs):
+    """``torch.compile`` of the model function itself: Dynamo traces its NumPy calls."""
+    import torch
+
+    module, name = MODELS[workload]
+    fn = torch.compile(getattr(module, name))
+    return lambda: fn(*args)
 
 
 # workload -> [(peer name, builder)]
@@ -160,4 +196,6 @@ PEERS = {
     "softmax": _ROW_PEERS + _ARRAY_PEERS,
     "layernorm": _ROW_PEERS + _ARRAY_PEERS,
     "mlp": list(_ARRAY_PEERS),
+    **{name: [("jax.jit", jax_source_peer), ("torch.compile", torch_source_peer)]
+       for name in ("attention", "gpt2_block", "gpt2", "lstm", "conv")},
 }

@@ -64,7 +64,18 @@ def peer_rows(results):
     for row in results["rows"]:
         for name, peer in row.get("peers", {}).items():
             detail = peer.get("error", "") if peer.get("status") != "ok" else ""
-            yield (row["workload"], name, _ms(peer), _ratio(peer), detail[:60])
+            eager = peer.get("eager_median_s")
+            yield (row["workload"], name, _ms(peer), "-" if eager is None else
+                   f"{eager * 1e3:.2f}", _ratio(peer), detail[:60])
+
+
+def script_rows(results):
+    for row in results["rows"]:
+        script = row.get("script")
+        if script:
+            yield (row["workload"], _ms(script["eager"]), _ms(script["fusejit"]),
+                   f"{script['speedup']:.2f}x" if "speedup" in script else "-",
+                   _ratio(row["fusejit"]))
 
 
 def notes(results):
@@ -84,12 +95,20 @@ def render(results) -> str:
     ]
     peers = list(peer_rows(results))
     if peers:
-        parts.append(format_table(peers, ("workload", "peer", "ms", "speedup", "note")))
+        parts.append(format_table(peers, ("workload", "peer", "ms", "eager ms", "speedup",
+                                          "note")))
+    scripts = list(script_rows(results))
+    if scripts:
+        parts.append("as plain scripts: each alone in a fresh process, glibc's default allocator\n"
+                     + format_table(scripts, ("workload", "eager ms", "fusejit ms", "speedup",
+                                              "(warm)")))
     failures = list(notes(results))
     if failures:
         parts.append("\n".join(failures))
     parts.append("GB/s, %copy: bytes of inputs + outputs / median time (fusejit's when it ran,\n"
-                 "else eager's), against np.copyto. Peak memory counts NumPy allocations only.")
+                 "else eager's), against np.copyto. Peak memory counts NumPy allocations only.\n"
+                 "Each peer runs in a process of its own, timed in turn with eager NumPy there\n"
+                 "(its eager ms), which its speedup is against.")
     return "\n\n".join(parts)
 
 

@@ -1,0 +1,57 @@
+"""One peer on one workload, in a process of its own:
+
+    python -m bench.peer_process WORKLOAD PEER SIZE DTYPE [REPEATS]      (one JSON line)
+
+jax, PyTorch, numexpr, OpenBLAS and Numba each keep a pool of worker threads that spin for a
+while after a parallel call (OpenBLAS's for about 2^28 cycles). On a 2-core machine a library
+timed right after another one also measures the other's spinning pool. With fusejit and every
+peer taking turns in one process, ``jax.jit``'s MLP took 35 ms and ``torch.compile``'s 52 ms,
+against 22.7 and 25.6 ms when each was timed after the others had finished. Taking turns with
+eager NumPy's BLAS calls in a process of their own, they took 38.5 and 88.5 ms; a 0.2 s sleep
+before each sample made every column slower and noisier instead. So each peer runs here alone,
+after eager NumPy: eager's samples (before the peer's library is even imported), then at
+least ``SETTLE_S`` of untimed peer calls, then the peer's samples. Its speedup is against that
+eager time.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+from .harness import keep_freed_memory, prepare_peer, summarize, time_calls
+from .workloads import REPEATS, fresh, workloads
+
+SETTLE_S = 0.3  # of untimed peer calls: longer than OpenBLAS's workers spin after eager's calls
+
+
+def measure(name: str, peer: str, size: str, dtype, repeats: int = 0) -> dict:
+    """The peer's row: status, compile_s, median_s, iqr_s, n and ``eager_median_s``."""
+    keep_freed_memory()
+    workload = workloads(size, dtype, [name])[0]
+    warmup, timed = REPEATS[size]
+    args, kwargs = workload.inputs()
+    eager_args, eager_kwargs = fresh(args, kwargs)
+    eager_out = workload.fn(*eager_args, **eager_kwargs)
+    eager = time_calls(lambda: workload.fn(*args, **kwargs), warmup, repeats or timed)
+    result = prepare_peer(workload, dict(workload.peers)[peer], args, kwargs, eager_out)
+    if result["status"] != "ok":
+        return result
+    peer_call = result.pop("call")
+    start = time.perf_counter()
+    while time.perf_counter() - start < SETTLE_S:
+        peer_call()
+    samples = time_calls(peer_call, warmup, repeats or timed)
+    return {**result, **summarize(samples), "eager_median_s": summarize(eager)["median_s"]}
+
+
+def main(argv=None) -> int:
+    name, peer, size, dtype, *rest = argv or sys.argv[1:]
+    print(json.dumps(measure(name, peer, size, np.dtype(dtype), int(rest[0]) if rest else 0)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""bench/ without timing anything: the peers run with NumPy itself as their library must compute
+what their bench models compute, or their rows would time different work (no peer library is
+needed here); and the report's peer and plain-script tables."""
+import numpy as np
+import pytest
+
+from bench.latency_peers import with_numpy
+from bench.models import MODELS, load
+from bench.peers import PEERS, SAME_AS, _array_api_fns, _static_argnums, jax_source_peer
+from bench.workloads import leaves
+
+ARRAY_API = ["mlp", "gelu_f32", "elementwise", "softmax", "layernorm"]
+SOURCE = sorted(name for name, peers in PEERS.items() if ("jax.jit", jax_source_peer) in peers)
+
+
+def numpy_row(name, x):
+    return getattr(np, name)(x, axis=-1, keepdims=True)
+
+
+def test_every_peer_row_is_a_bench_workload():
+    assert set(PEERS) <= set(MODELS)
+    assert SOURCE == ["attention", "conv", "gpt2", "gpt2_block", "lstm"]
+
+
+@pytest.mark.parametrize("workload", ARRAY_API)
+def test_array_api_peers_compute_the_models_math(workload):
+    model, make_inputs = load(workload)
+    args, kwargs = make_inputs(size="small")
+    fns = _array_api_fns(np, numpy_row, lambda x: np.maximum(x, 0))
+    got, want = fns[SAME_AS.get(workload, workload)](*args, **kwargs), model(*args, **kwargs)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("workload", SOURCE)
+def test_source_peers_rerun_the_models_own_code(workload):
+    model, make_inputs = load(workload)
+    module, name = MODELS[workload]
+    args, kwargs = make_inputs(size="small")
+    got, want = with_numpy(module, np)[name](*args, **kwargs), model(*args, **kwargs)
+    for g, w in zip(leaves(got), leaves(want), strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_python_ints_are_static_for_the_peers_as_for_fusejit():
+    x = np.zeros(3)
+    assert _static_argnums((x, {"w": x}, 12)) == (2,)
+    assert _static_argnums((x,)) == ()
+
+
+def test_peer_rows_give_the_eager_time_their_speedup_is_against():
+    from bench.report import peer_rows
+    results = {"rows": [{"workload": "softmax", "peers": {
+        "torch.compile": {"status": "ok", "median_s": 0.002, "iqr_s": 0.0001,
+                          "eager_median_s": 0.006, "speedup": 3.0},
+        "jax.jit": {"status": "skipped", "error": "not installed (jax)"}}}]}
+    assert list(peer_rows(results)) == [
+        ("softmax", "torch.compile", "2.00±0.10", "6.00", "3.00x", ""),
+        ("softmax", "jax.jit", "skipped", "-", "-", "not installed (jax)")]
+
+
+def test_script_rows_put_the_plain_process_ratio_beside_the_warm_one():
+    from bench.report import script_rows
+    ok = lambda ms: {"status": "ok", "median_s": ms / 1e3, "iqr_s": 0.0}  # noqa: E731
+    results = {"rows": [
+        {"workload": "layernorm", "fusejit": {"status": "ok", "speedup": 12.0},
+         "script": {"eager": ok(19.0), "fusejit": ok(1.0), "speedup": 19.0}},
+        {"workload": "mlp", "fusejit": {"status": "ok", "speedup": 1.0},
+         "script": {"eager": ok(24.0), "fusejit": {"status": "error", "error": "boom"}}},
+        {"workload": "conv", "fusejit": {"status": "error"}}]}
+    assert list(script_rows(results)) == [
+        ("layernorm", "19.00±0.00", "1.00±0.00", "19.00x", "12.00x"),
+        ("mlp", "24.00±0.00", "error", "-", "1.00x")]
