@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import math
 import os
 import sys
@@ -171,6 +172,13 @@ def run_elsewhere(module, workload, what, repeats=None) -> dict:
     result = run_child(None, [workload.name, what, workload.size, workload.dtype.name,
                               str(repeats or 0)], dict(os.environ), module=f"bench.{module}")
     return result if "status" in result else {"status": "error", **result}
+
+
+def child_main(measure, argv=None) -> int:
+    """``main`` of the modules ``run_elsewhere`` runs: one JSON line from ``measure``."""
+    name, what, size, dtype, *rest = argv or sys.argv[1:]
+    print(json.dumps(measure(name, what, size, np.dtype(dtype), int(rest[0]) if rest else 0)))
+    return 0
 
 
 def run_scripts(workload, repeats=None) -> dict:

@@ -15,13 +15,10 @@ eager time.
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 
-import numpy as np
-
-from .harness import keep_freed_memory, prepare_peer, summarize, time_calls
+from .harness import child_main, keep_freed_memory, prepare_peer, summarize, time_calls
 from .workloads import REPEATS, fresh, workloads
 
 SETTLE_S = 0.3  # of untimed peer calls: longer than OpenBLAS's workers spin after eager's calls
@@ -47,11 +44,5 @@ def measure(name: str, peer: str, size: str, dtype, repeats: int = 0) -> dict:
     return {**result, **summarize(samples), "eager_median_s": summarize(eager)["median_s"]}
 
 
-def main(argv=None) -> int:
-    name, peer, size, dtype, *rest = argv or sys.argv[1:]
-    print(json.dumps(measure(name, peer, size, np.dtype(dtype), int(rest[0]) if rest else 0)))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(child_main(measure))

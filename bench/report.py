@@ -107,7 +107,7 @@ def render(results) -> str:
         parts.append("\n".join(failures))
     parts.append("GB/s, %copy: bytes of inputs + outputs / median time (fusejit's when it ran,\n"
                  "else eager's), against np.copyto. Peak memory counts NumPy allocations only.\n"
-                 "Each peer runs in a process of its own, timed in turn with eager NumPy there\n"
+                 "Each peer runs in a process of its own, after eager NumPy is timed there\n"
                  "(its eager ms), which its speedup is against.")
     return "\n\n".join(parts)
 

@@ -14,7 +14,7 @@ from .models import MODELS, MUTATES_ARGS, STATIC_ARGNAMES, load
 from .peers import PEERS
 
 # repeats per workload: (warmup, timed) for the full and the --quick run
-REPEATS = {"bench": (2, 15), "quick": (1, 5)}
+REPEATS = {"bench": (2, 15), "quick": (2, 9)}
 
 
 @dataclass
