@@ -6,7 +6,7 @@ their samples taken in turn (warmup, N repeats, median and IQR), measure peak me
 ``tracemalloc`` and count kernels with ``explain``. Each peer then runs in a process of its
 own, after eager NumPy there (``bench/peer_process.py`` says why), and eager and fusejit each
 run alone in a plain process, as a user's script would (``bench/script_process.py``).
-Nothing here is imported by tests: benchmarks never decide pass or fail.
+Tests never call its timing: benchmarks never decide pass or fail.
 """
 from __future__ import annotations
 
@@ -15,16 +15,19 @@ import ctypes.util
 import json
 import math
 import os
+import subprocess
 import sys
 import threading
 import time
 import traceback
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
-from .workloads import REPEATS, compare, compare_values, fresh, nbytes, workloads
+from .workloads import REPEATS, compare, eager_output, fresh, nbytes, workloads
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 MIN_SAMPLE_S = 0.005   # a sample of a sub-millisecond call times a batch of calls
 
 
@@ -147,28 +150,19 @@ def eager_args_after(workload, args, kwargs):
     return call_args
 
 
-def prepare_peer(workload, builder, args, kwargs, eager_out):
-    """Build and check one peer: a row with the timed ``call``, or why it did not run."""
-    try:
-        call = builder(workload.name, args, kwargs)
-    except ImportError as exc:
-        return {"status": "skipped", "error": f"not installed ({exc.name or exc})"}
-    try:
-        start = time.perf_counter()
-        out = call()
-        first_call_s = time.perf_counter() - start
-        compare_values(eager_out, out, workload.dtype)
-    except AssertionError as exc:
-        return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
-    except Exception as exc:
-        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-    return {"status": "ok", "compile_s": first_call_s, "call": call}
+def run_child(code, args, env, module=None) -> dict:
+    """One JSON line from ``python -c code args`` (or ``python -m module args``)."""
+    entry = ["-m", module] if module else ["-c", code]
+    proc = subprocess.run([sys.executable, *entry, *args], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-3:] if proc.stderr else ["failed"]
+        return {"error": " | ".join(tail)}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def run_elsewhere(module, workload, what, repeats=None) -> dict:
     """``python -m bench.<module> WORKLOAD WHAT SIZE DTYPE REPEATS`` in a fresh process."""
-    from .latency import run_child
-
     result = run_child(None, [workload.name, what, workload.size, workload.dtype.name,
                               str(repeats or 0)], dict(os.environ), module=f"bench.{module}")
     return result if "status" in result else {"status": "error", **result}
@@ -194,8 +188,7 @@ def run_workload(workload, peers=True, repeats=None, scripts=True):
     """Eager NumPy and fusejit, their samples taken in turn; then each peer on its own."""
     warmup, timed = REPEATS[workload.size]
     args, kwargs = workload.inputs()
-    eager_args, eager_kwargs = fresh(args, kwargs)
-    eager_out = workload.fn(*eager_args, **eager_kwargs)
+    eager_out = eager_output(workload, args, kwargs)
     timed_args, timed_kwargs = fresh(args, kwargs) if workload.mutates_args else (args, kwargs)
     eager_call = lambda: workload.fn(*timed_args, **timed_kwargs)
     fusejit_row = prepare_compiled(workload, args, kwargs, eager_out)

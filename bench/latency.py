@@ -19,14 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
+from bench.harness import REPO_ROOT, run_child
 from bench.latency_peers import PEERS
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Runs in a child process: prints one JSON line of timings and cache counters.
 PROBE = r"""
@@ -75,17 +72,6 @@ eager, compiled = median(lambda: five_kernels(x, y)), median(lambda: f(x, y))
 print(json.dumps({"kernels": len(f.explain(x, y).kernels), "eager_us": eager * 1e6,
                   "compiled_us": compiled * 1e6}))
 """
-
-
-def run_child(code, args, env, module=None) -> dict:
-    """One JSON line from ``python -c code args`` (or ``python -m module args``)."""
-    entry = ["-m", module] if module else ["-c", code]
-    proc = subprocess.run([sys.executable, *entry, *args], env=env, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-3:] if proc.stderr else ["failed"]
-        return {"error": " | ".join(tail)}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def cold_and_warm(which: str, layers: int) -> dict:

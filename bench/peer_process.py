@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 import time
 
-from .harness import child_main, keep_freed_memory, prepare_peer, summarize, time_calls
-from .workloads import REPEATS, fresh, workloads
+from .harness import child_main, keep_freed_memory, summarize, time_calls
+from .workloads import REPEATS, compare_values, eager_output, workloads
 
 SETTLE_S = 0.3  # of untimed peer calls: longer than OpenBLAS's workers spin after eager's calls
 
@@ -30,8 +30,7 @@ def measure(name: str, peer: str, size: str, dtype, repeats: int = 0) -> dict:
     workload = workloads(size, dtype, [name])[0]
     warmup, timed = REPEATS[size]
     args, kwargs = workload.inputs()
-    eager_args, eager_kwargs = fresh(args, kwargs)
-    eager_out = workload.fn(*eager_args, **eager_kwargs)
+    eager_out = eager_output(workload, args, kwargs)
     eager = time_calls(lambda: workload.fn(*args, **kwargs), warmup, repeats or timed)
     result = prepare_peer(workload, dict(workload.peers)[peer], args, kwargs, eager_out)
     if result["status"] != "ok":
@@ -42,6 +41,24 @@ def measure(name: str, peer: str, size: str, dtype, repeats: int = 0) -> dict:
         peer_call()
     samples = time_calls(peer_call, warmup, repeats or timed)
     return {**result, **summarize(samples), "eager_median_s": summarize(eager)["median_s"]}
+
+
+def prepare_peer(workload, builder, args, kwargs, eager_out):
+    """Build and check one peer: a row with the timed ``call``, or why it did not run."""
+    try:
+        call = builder(workload.name, args, kwargs)
+    except ImportError as exc:
+        return {"status": "skipped", "error": f"not installed ({exc.name or exc})"}
+    try:
+        start = time.perf_counter()
+        out = call()
+        first_call_s = time.perf_counter() - start
+        compare_values(eager_out, out, workload.dtype)
+    except AssertionError as exc:
+        return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
+    except Exception as exc:
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    return {"status": "ok", "compile_s": first_call_s, "call": call}
 
 
 if __name__ == "__main__":

@@ -96,7 +96,9 @@ def render(results) -> str:
     peers = list(peer_rows(results))
     if peers:
         parts.append(format_table(peers, ("workload", "peer", "ms", "eager ms", "speedup",
-                                          "note")))
+                                          "note"))
+                     + "\neach peer runs in a process of its own, after eager NumPy is timed "
+                       "there (its eager ms),\nwhich its speedup is against")
     scripts = list(script_rows(results))
     if scripts:
         parts.append("as plain scripts: each alone in a fresh process, glibc's default allocator\n"
@@ -106,9 +108,7 @@ def render(results) -> str:
     if failures:
         parts.append("\n".join(failures))
     parts.append("GB/s, %copy: bytes of inputs + outputs / median time (fusejit's when it ran,\n"
-                 "else eager's), against np.copyto. Peak memory counts NumPy allocations only.\n"
-                 "Each peer runs in a process of its own, after eager NumPy is timed there\n"
-                 "(its eager ms), which its speedup is against.")
+                 "else eager's), against np.copyto. Peak memory counts NumPy allocations only.")
     return "\n\n".join(parts)
 
 

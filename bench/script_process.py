@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 
 from .harness import child_main, compile_fn, summarize, time_calls
-from .workloads import REPEATS, compare, fresh, workloads
+from .workloads import REPEATS, compare, eager_output, fresh, workloads
 
 
 def measure(name: str, which: str, size: str, dtype, repeats: int = 0) -> dict:
@@ -29,8 +29,7 @@ def measure(name: str, which: str, size: str, dtype, repeats: int = 0) -> dict:
     fn(*call_args, **call_kwargs)  # fusejit compiles here: not in the calls that size a sample
     samples = time_calls(lambda: fn(*call_args, **call_kwargs), warmup, repeats or timed)
     if which == "fusejit":  # after the timing, which eager's buffers must not precede
-        check_args, check_kwargs = fresh(args, kwargs)
-        want = workload.fn(*check_args, **check_kwargs)
+        want = eager_output(workload, args, kwargs)
         check_args, check_kwargs = fresh(args, kwargs)
         try:
             compare(want, fn(*check_args, **check_kwargs), dtype)

@@ -53,6 +53,12 @@ def fresh(args, kwargs):
     return copy.deepcopy(args), copy.deepcopy(kwargs)
 
 
+def eager_output(workload, args, kwargs):
+    """Eager NumPy's result, on copies of the inputs (a workload may update its arguments)."""
+    call_args, call_kwargs = fresh(args, kwargs)
+    return workload.fn(*call_args, **call_kwargs)
+
+
 def leaves(tree):
     """Array and scalar leaves of a pytree, dict keys in sorted order."""
     if isinstance(tree, dict):
