@@ -1,6 +1,8 @@
 """fuse: greedy grouping of elementwise ops and reductions into ``fused`` kernel nodes.
 
-Nodes are visited in topological order. An elementwise node joins a producer's group when the
+First, splits of an elementwise result whose pieces all feed elementwise work move to the
+result's operands (``sink_splits``), so the producer fuses with the pieces' users. Nodes are
+then visited in topological order. An elementwise node joins a producer's group when the
 shapes agree; a reduction absorbs its input's elementwise group as a prologue; elementwise
 consumers of a reduction at the reduction's output shape join as its epilogue; last, elementwise
 kernels over the same space that read a common input merge (horizontal fusion). Views,
@@ -16,6 +18,7 @@ from ..ir import Graph, Node, Var, ops
 from . import fusion_rules as rules
 from .fusion_rules import Group, Refusal
 from .manager import PassResult, register_pass
+from .sink_splits import sink_splits
 
 # One kernel fuses at most this many ops: Numba's compile time grows linearly with kernel size
 # (measured: ~14 s at 1,000 ops), while a chain cut into equal pieces compiles one kernel that
@@ -27,13 +30,15 @@ __all__ = ["Refusal", "fuse"]
 
 @register_pass("fuse", requires=("dce",))
 def fuse(graph: Graph) -> PassResult:
+    graph, sunk = sink_splits(graph)
     fuser = _Fuser(graph)
     for node in graph.nodes:
         fuser.place(node)
     horizontal = fuser.merge_horizontal()
     new_graph, kernels = fuser.rewrite()
-    return PassResult(new_graph, kernels > 0, {"kernels": kernels, "horizontal": horizontal,
-                                               "refusals": fuser.refusals})
+    return PassResult(new_graph, kernels > 0 or sunk > 0,
+                      {"kernels": kernels, "horizontal": horizontal, "sunk_splits": sunk,
+                       "refusals": fuser.refusals})
 
 
 class _Fuser:

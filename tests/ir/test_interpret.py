@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fusejit.ir import Graph, Node, Var, indexing, interpret
+from fusejit.ir import Graph, Node, Var, indexing, interpret, ops
 from tests.strategies import Program, lit, var
 
 
@@ -50,3 +50,24 @@ def test_wrong_argument_count():
     x = var("x", "f32", ())
     with pytest.raises(TypeError, match="takes 1 inputs, got 2"):
         interpret(Graph("f", (x,), (), (x,)), 1.0, 2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.complex64])
+@pytest.mark.parametrize("shape, width", [
+    ((2, 3, 4, 4), ((0, 0), (0, 0), (1, 1), (1, 1))),
+    ((3,), ((2, 0),)),
+    ((0, 3), ((1, 2), (0, 1))),
+    ((), ()),
+])
+def test_pad_op_gives_np_pad(shape, width, dtype):
+    """The pad op fills and copies instead of calling np.pad (whose argument handling cost
+    most of its time at conv sizes): same values, dtype, shape and a fresh C-contiguous
+    array, also from a strided view."""
+    base = np.random.default_rng(0).standard_normal((2,) + shape).astype(dtype)
+    for x in (base[0], base[::-1][1]):
+        value = np.dtype(dtype).type(3)
+        got = ops.get("pad").impl(x, width, value)
+        want = np.pad(x, width, mode="constant", constant_values=value) if width else x.copy()
+        assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+        assert not np.shares_memory(got, x)
+        np.testing.assert_array_equal(got, want)
