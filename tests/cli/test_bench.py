@@ -72,3 +72,27 @@ def test_script_rows_put_the_plain_process_ratio_beside_the_warm_one():
     assert list(script_rows(results)) == [
         ("layernorm", "19.00±0.00", "1.00±0.00", "19.00x", "12.00x"),
         ("mlp", "24.00±0.00", "error", "-", "1.00x")]
+
+
+def test_plain_script_processes_take_turns_and_each_side_reports_the_median_process(monkeypatch):
+    from bench import harness
+    order, times = [], {"eager": iter([3.0, 9.0, 2.0]), "fusejit": iter([1.0, 1.2, 0.8])}
+
+    def fake_run_elsewhere(module, workload, which, repeats=None):
+        order.append(which)
+        return {"status": "ok", "median_s": next(times[which]), "iqr_s": 0.0, "n": 5}
+    monkeypatch.setattr(harness, "run_elsewhere", fake_run_elsewhere)
+    script = harness.run_scripts(workload=None, rounds=3)
+    assert order == ["eager", "fusejit"] * 3
+    assert script["eager"]["median_s"] == 3.0 and script["fusejit"]["median_s"] == 1.0
+    assert script["eager"]["n"] == 15 and script["speedup"] == 3.0
+
+
+def test_a_failed_plain_script_process_is_reported_not_averaged_away(monkeypatch):
+    from bench import harness
+    results = iter([{"status": "ok", "median_s": 1.0, "iqr_s": 0.0, "n": 5},
+                    {"status": "MISMATCH", "error": "max abs diff 1"}] * 2)
+    monkeypatch.setattr(harness, "run_elsewhere", lambda *args, **kwargs: next(results))
+    script = harness.run_scripts(workload=None, rounds=2)
+    assert script["fusejit"] == {"status": "MISMATCH", "error": "max abs diff 1"}
+    assert "speedup" not in script
