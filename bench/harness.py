@@ -29,14 +29,20 @@ from .workloads import REPEATS, compare, eager_output, fresh, nbytes, workloads
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MIN_SAMPLE_S = 0.005   # a sample of a sub-millisecond call times a batch of calls
+# Samples span at least this long. On this shared host another tenant's load comes in bursts of
+# 0.1-0.2 s that doubled a bandwidth-bound kernel (layernorm alone: 0.6-0.8 ms per call, 1.4-1.9
+# in a burst), and 15 samples of a fast kernel took under 0.1 s: one burst moved the median.
+MIN_TIMED_S = 0.5
+MAX_REPEATS = 400
 SCRIPT_ROUNDS = 3      # plain-script processes per side, eager and fusejit in turn
 
 
 def time_calls(call, warmup, repeats):
-    """Seconds per call: ``repeats`` samples after ``warmup`` untimed calls (at least one).
-    Each sample is the mean of as many back-to-back calls as fill ``MIN_SAMPLE_S``, so that
-    timer resolution and one-off scheduler hiccups on a shared machine do not dominate
-    sub-millisecond calls (timeit's autorange does the same)."""
+    """Seconds per call: at least ``repeats`` samples after ``warmup`` untimed calls (at least
+    one). Each sample is the mean of as many back-to-back calls as fill ``MIN_SAMPLE_S``, so
+    that timer resolution and one-off scheduler hiccups on a shared machine do not dominate
+    sub-millisecond calls (timeit's autorange does the same); samples are added until they
+    span ``MIN_TIMED_S``."""
     return time_interleaved([call], warmup, repeats)[0]
 
 
@@ -44,13 +50,16 @@ def time_interleaved(calls, warmup, repeats):
     """``time_calls`` for several callables, their samples taken in turn (A B A B ...): load
     from other work on a shared machine then slows every column alike instead of skewing the
     ratio between them."""
-    numbers = []
+    numbers, round_s = [], 0.0
     for call in calls:
         for _ in range(max(warmup, 1) - 1):
             call()
         start = time.perf_counter()
         call()
-        numbers.append(max(1, math.ceil(MIN_SAMPLE_S / max(time.perf_counter() - start, 1e-9))))
+        elapsed = max(time.perf_counter() - start, 1e-9)
+        numbers.append(max(1, math.ceil(MIN_SAMPLE_S / elapsed)))
+        round_s += numbers[-1] * elapsed
+    repeats = min(max(repeats, math.ceil(MIN_TIMED_S / round_s)), MAX_REPEATS)
     samples = [[] for _ in calls]
     for _ in range(repeats):
         for call, number, column in zip(calls, numbers, samples, strict=True):
