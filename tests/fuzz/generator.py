@@ -70,17 +70,18 @@ class Builder:
             except Exception as exc:  # noqa: BLE001 -- any NumPy refusal rejects the candidate
                 raise Rejected(str(exc)) from exc
 
-    def accept(self, lines, new: Value | None) -> bool:
+    def accept(self, lines, new: Value | list[Value] | None) -> bool:
         try:
             env = self.run(self.program.lines + lines)
         except Rejected:
             return False
-        if new is not None and not acceptable(env[new.name]):
+        news = [] if new is None else new if isinstance(new, list) else [new]
+        if not all(acceptable(env[value.name]) for value in news):
             return False
         self.program.lines.extend(lines)
-        if new is not None:
-            self.values.append(new)
-            self.program.inexact |= not new.exact
+        for value in news:
+            self.values.append(value)
+            self.program.inexact |= not value.exact
         return True
 
     def fresh(self) -> str:
@@ -262,6 +263,33 @@ def make_slice(b: Builder, env):
     return [f"{name} = {x.name}[{', '.join(items)}]"], Value(name, x.exact)
 
 
+def make_split(b: Builder, env):
+    """``np.split`` into two pieces, often of an elementwise result that only the split sees.
+    The pieces are kept as values, or each fed to an elementwise op and joined again (a GLU
+    or rotary-embedding shape): what fuse's ``sink_splits`` moves into the operands."""
+    x = b.pick(env, arrays=True, min_ndim=1)
+    if x is None:
+        return None
+    shape = np.shape(env[x.name])
+    axis = b.draw(st.integers(-len(shape), len(shape) - 1))
+    cut = b.draw(st.integers(0, shape[axis]))
+    n = x.name
+    source = b.draw(st.sampled_from([n, f"{n} * 2 + 1", f"np.abs({n})", f"-{n}"]))
+    first, second = b.fresh(), b.fresh()
+    lines = [f"{first}, {second} = np.split({source}, [{cut}], axis={axis})"]
+    if b.draw(st.booleans()):
+        return lines, [Value(first, x.exact), Value(second, x.exact)]
+    uses = [b.draw(st.sampled_from(PIECE_USES)) for _ in range(2)]
+    lines += [f"{first} = {uses[0].format(first)}", f"{second} = {uses[1].format(second)}"]
+    name = b.fresh()
+    lines.append(f"{name} = np.concatenate([{first}, {second}], axis={axis})")
+    return lines, Value(name, x.exact and all(use in EXACT_PIECE_USES for use in uses))
+
+
+PIECE_USES = ("{} * 3", "np.abs({}) + 1", "np.sqrt(np.abs({}))", "np.exp({})", "np.tanh({})")
+EXACT_PIECE_USES = frozenset(PIECE_USES[:3])
+
+
 def make_gather(b: Builder, env):
     x = b.pick(env, arrays=True, min_ndim=1)
     if x is None:
@@ -403,11 +431,13 @@ def _maker_pair(b: Builder, env):
 
 
 MAKERS = {"unary": make_unary, "binary": make_binary, "reduction": make_reduction,
-          "movement": make_movement, "slice": make_slice, "gather": make_gather,
+          "movement": make_movement, "slice": make_slice, "split": make_split,
+          "gather": make_gather,
           "matmul": make_matmul, "where": make_where, "cast": make_cast, "clip": make_clip,
           "inplace_intermediate": make_inplace_intermediate,
           "inplace_argument": make_inplace_argument, "branch": make_branch}
-WEIGHTS = {"unary": 3, "binary": 5, "reduction": 3, "movement": 3, "slice": 2, "gather": 1,
+WEIGHTS = {"unary": 3, "binary": 5, "reduction": 3, "movement": 3, "slice": 2, "split": 1,
+           "gather": 1,
            "matmul": 1, "where": 1, "cast": 1, "clip": 1, "inplace_intermediate": 1,
            "inplace_argument": 1, "branch": 1}
 _WEIGHTED = tuple(name for name, weight in WEIGHTS.items() for _ in range(weight))
