@@ -428,27 +428,18 @@ def _erf_core(x):
 # promote the arithmetic to float64.
 
 _F32 = np.float32
-_F32_HALF, _F32_ONE, _F32_TWO = _F32(0.5), _F32(1.0), _F32(2.0)
+_F32_ONE, _F32_TWO = _F32(1.0), _F32(2.0)
 _F32_LN2_HI, _F32_LN2_LO = (_F32(part) for part in _split(_LN2, 2, 16))  # |k| <= 151 exact
 _F32_LOG2E = _F32(float(Decimal(_LOG2E)))
 _F32_EXP_LO, _F32_EXP_HI = _F32(-104.0), _F32(89.0)   # exp underflows to 0 / overflows beyond
 _F32_SHIFTER = _F32(1.5 * 2**23)
-# expm1(r) = r + r*r * P(r) with P Taylor 1/n!, n = 2..7: truncation 5e-9 for |r| <= ln2/2.
-_F32_EXPM1_TAIL = tuple(_F32(c) for c in _high_first(
-    Fraction(1, math.factorial(n)) for n in range(2, 8)))
-# exp's own tail, one degree shorter: P of degree 4 fitted (Lawson's weighted least squares, on
-# 4,000 Chebyshev nodes of |r| <= 1.02 ln2/2) to (e**r - 1 - r)/r**2 for the least relative
-# error of e**r: 0.06 ulp, as good as the Taylor tail above, with one FMA and one constant less.
+# expm1(r) = r + r*r * P(r), P of degree 4 fitted (Lawson's weighted least squares, on 4,000
+# Chebyshev nodes of |r| <= 1.02 ln2/2) to (e**r - 1 - r)/r**2 for the least relative error of
+# e**r: 0.06 ulp, as good as a Taylor tail of degree 5, with one FMA and one constant less.
 _F32_EXP_TAIL = tuple(_F32(c) for c in _high_first((
     0.499999926294877, 0.16666508715773812, 0.04166852828644079, 0.00837013494763399,
     0.0013811662260288056)))
-# tanh x = x + x**3 Q(x*x) for |x| < 0.625: degree-5 Chebyshev fit of (tanh x - x)/x**3 in
-# x*x to float64 np.tanh (truncation 0.01 ulp), low order first.
-_F32_TANH_SMALL = tuple(_F32(c) for c in _high_first((
-    -0.33333333175592117, 0.1333330415864052, -0.05395938829412207, 0.021769854775899475,
-    -0.008346700889036522, 0.0022955736281812175)))
-_F32_TANH_SPLIT, _F32_TANH_SATURATE = _F32(0.625), _F32(10.0)   # tanh(10) rounds to 1
-_F32_TANH_IDENTITY = _F32(1e-5)   # tanh x rounds to x below; keeps -0.0
+_F32_TANH_SATURATE = _F32(10.0)   # tanh(10) rounds to 1
 _F32_OVERFLOW = 88.72283172607422     # largest float32 whose float32 exp is finite
 
 
@@ -477,20 +468,21 @@ def _sigmoid_f32_native(x):
 
 @_inline
 def _tanh_f32_native(x):
+    # tanh |x| = em / (em + 2), em = expm1(2|x|) = 2**k expm1(r) + (2**k - 1) with one rounding
+    # (the FMA); expm1(r) = r + r*r*P(r) with exp's tail. One formula for every |x|: no second
+    # polynomial for small |x| computed and discarded in each lane, so 1.7x faster than the
+    # split form it replaced (4M values: 1.3 against 2.2 ms, NumPy 1.5), at 2.5 ulp instead of
+    # 1.3 (the rounding of em + 2 shows for small |x|). 2|x| is clamped at 20, where tanh
+    # rounds to 1; k <= 29 needs no split scaling, and 2**k - 1 is exact up to k = 24 (above,
+    # its rounding is far below the ulp of em). Subnormal x: em = 2|x|, em/2 = |x| exactly.
     ax = abs(x)
-    z = x * x
-    small = x + x * z * _horner(z, _F32_TANH_SMALL)
-    # |x| >= 0.625: 2/(e+1) <= 0.45, so 1 - 2/(e+1) loses no more than an ulp. e = exp(2|x|)
-    # for 2|x| in [0, 20]: _exp_f32_native without its clamps, NaN select and split scaling
-    # (k <= 29 needs none; a NaN x is resolved at the end).
     t = _F32_TWO * (ax if ax < _F32_TANH_SATURATE else _F32_TANH_SATURATE)
-    k = np.floor(t * _F32_LOG2E + _F32_HALF)
-    r = (t - k * _F32_LN2_HI) - k * _F32_LN2_LO
-    e = (_F32_ONE + (r + r * r * _horner(r, _F32_EXPM1_TAIL))) * _pow2_f32(k)
-    large = _F32_ONE - _F32_TWO / (e + _F32_ONE)
-    large = -large if x < _F32(0.0) else large
-    y = small if ax < _F32_TANH_SPLIT else large
-    y = x if ax < _F32_TANH_IDENTITY else y
+    shifted = t * _F32_LOG2E + _F32_SHIFTER      # round(t log2 e) in the low bits, as in exp
+    k = shifted - _F32_SHIFTER
+    r = _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, t))
+    power = _pow2_f32(k)
+    em = _fma(power, r + r * r * _horner(r, _F32_EXP_TAIL), power - _F32_ONE)
+    y = math.copysign(em / (em + _F32_TWO), x)   # keeps -0.0
     return x + x if x != x else y
 
 
