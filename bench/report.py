@@ -101,7 +101,8 @@ def render(results) -> str:
                        "there (its eager ms),\nwhich its speedup is against")
     scripts = list(script_rows(results))
     if scripts:
-        parts.append("as plain scripts: each alone in a fresh process, glibc's default allocator\n"
+        parts.append("as plain scripts: each alone in fresh processes, eager and fusejit in turn,\n"
+                     "glibc's default allocator; the median of the processes' medians\n"
                      + format_table(scripts, ("workload", "eager ms", "fusejit ms", "speedup",
                                               "(warm)")))
     failures = list(notes(results))
