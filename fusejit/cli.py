@@ -157,7 +157,7 @@ def _stage_graph(tree, stage):
         return entry.trace.graph
     if stage in ("optimized", "kernels", "source", "memory"):
         return entry.pipeline.graph
-    return run_pipeline(entry.trace.graph, stop_after=stage).graph
+    return run_pipeline(entry.trace.graph, target=entry.pipeline.target, stop_after=stage).graph
 
 
 def _emit(text: str, output) -> None:

@@ -28,10 +28,12 @@ MAX_KERNEL_OPS = 128
 __all__ = ["Refusal", "fuse"]
 
 
-@register_pass("fuse", requires=("dce",))
-def fuse(graph: Graph) -> PassResult:
-    graph, sunk = sink_splits(graph)
-    fuser = _Fuser(graph)
+@register_pass("fuse", requires=("dce",), per_target=True)
+def fuse(graph: Graph, target: str = "cpu") -> PassResult:
+    """``target``: the backend the kernels are for ("cpu" or "cuda"): some ops are faster left
+    to NumPy on the CPU (``fusion_rules.SIMD_IN_NUMPY``)."""
+    graph, sunk = sink_splits(graph, target)
+    fuser = _Fuser(graph, target)
     for node in graph.nodes:
         fuser.place(node)
     horizontal = fuser.merge_horizontal()
@@ -42,8 +44,8 @@ def fuse(graph: Graph) -> PassResult:
 
 
 class _Fuser:
-    def __init__(self, graph: Graph):
-        self.graph = graph
+    def __init__(self, graph: Graph, target: str):
+        self.graph, self.target = graph, target
         self.index = {node: i for i, node in enumerate(graph.nodes)}
         self.producer = graph.producers()
         self.group_of: dict[Node, Group] = {}
@@ -53,10 +55,10 @@ class _Fuser:
     def place(self, node: Node) -> None:
         if node.op in ops.REDUCE_OPS and rules.codegen_dtype_ok(node):
             self._place_reduce(node)
-        elif rules.is_fusable_elementwise(node):
+        elif rules.is_fusable_elementwise(node, self.target):
             self._place_elementwise(node)
         elif ops.REGISTRY.get(node.op) is not None and ops.get(node.op).kind == ops.ELEMENTWISE:
-            self._refuse(node, rules.unfusable_reason(node))
+            self._refuse(node, rules.unfusable_reason(node, self.target))
 
     def _place_elementwise(self, node: Node) -> None:
         # Reduce groups first: an elementwise producer group can merge into one as its inner
@@ -83,7 +85,7 @@ class _Fuser:
                 return
             self._refuse(node, reason)
         elif isinstance(source, Var) and source in self.producer:
-            self._refuse(node, rules.producer_reason(self.producer[source]))
+            self._refuse(node, rules.producer_reason(self.producer[source], self.target))
         self._start(node, node)
 
     def _start(self, node: Node, reduce: Node | None) -> None:
@@ -99,7 +101,7 @@ class _Fuser:
                 continue
             group = self.group_of.get(producer)
             if group is None:
-                self._refuse(node, rules.producer_reason(producer))
+                self._refuse(node, rules.producer_reason(producer, self.target))
             elif group not in groups:
                 groups.append(group)
         return groups

@@ -24,11 +24,13 @@ class PassInfo:
     fn: Callable[[Graph], PassResult]
     requires: tuple[str, ...] = ()
     preserves: tuple[str, ...] = ()
+    per_target: bool = False     # fn(graph, target=...): the result depends on the backend
 
 
 @dataclass
 class PipelineRun:
     graph: Graph
+    target: str = "cpu"
     stats: dict = field(default_factory=dict)
     snapshots: dict = field(default_factory=dict)
 
@@ -40,17 +42,18 @@ class PassError(FusejitError):
 PASSES: dict[str, PassInfo] = {}
 
 
-def register_pass(name: str, requires=(), preserves=()):
+def register_pass(name: str, requires=(), preserves=(), per_target=False):
     def decorate(fn):
-        PASSES[name] = PassInfo(name, fn, tuple(requires), tuple(preserves))
+        PASSES[name] = PassInfo(name, fn, tuple(requires), tuple(preserves), per_target)
         return fn
     return decorate
 
 
-def run_pipeline(graph: Graph, pipeline=DEFAULT_PIPELINE, *, verify_each=False,
+def run_pipeline(graph: Graph, pipeline=DEFAULT_PIPELINE, *, target="cpu", verify_each=False,
                  print_after=(), stop_after=None) -> PipelineRun:
+    """``target``: the backend ("cpu" or "cuda") the graph is optimized for."""
     _check_order(pipeline)
-    run, done = PipelineRun(graph), []
+    run, done = PipelineRun(graph, target), []
     for name in pipeline:
         run.graph = _run_one(PASSES[name], run, done, verify_each)
         done.append(name)
@@ -64,7 +67,7 @@ def run_pipeline(graph: Graph, pipeline=DEFAULT_PIPELINE, *, verify_each=False,
 def _run_one(info: PassInfo, run: PipelineRun, done: list[str], verify_each: bool) -> Graph:
     before = " → ".join(done) or "nothing"
     try:
-        result = info.fn(run.graph)
+        result = info.fn(run.graph, target=run.target) if info.per_target else info.fn(run.graph)
         if verify_each:
             verify(result.graph, where=f"pass {info.name}")
     except PassError:

@@ -22,23 +22,23 @@ from . import fusion_rules as rules
 MAX_ROUNDS = 16   # one round per elementwise level above the split (z = (a + b) + c: two)
 
 
-def sink_splits(graph: Graph) -> tuple[Graph, int]:
+def sink_splits(graph: Graph, target: str = "cpu") -> tuple[Graph, int]:
     """The graph with every sinkable split moved above its producer; how many moved."""
     total = 0
     for _ in range(MAX_ROUNDS):
-        graph, sunk = _sink_round(graph)
+        graph, sunk = _sink_round(graph, target)
         total += sunk
         if not sunk:
             break
     return graph, total
 
 
-def _sink_round(graph: Graph) -> tuple[Graph, int]:
+def _sink_round(graph: Graph, target: str) -> tuple[Graph, int]:
     producers, users = graph.producers(), graph.users()
     returned = {v for v in graph.outputs if isinstance(v, Var)}
     moves = {}   # split node -> its elementwise producer
     for node in graph.nodes:
-        producer = _sinkable_producer(node, producers, users, returned)
+        producer = _sinkable_producer(node, producers, users, returned, target)
         if producer is not None:
             moves[node] = producer
     if not moves:
@@ -53,29 +53,29 @@ def _sink_round(graph: Graph) -> tuple[Graph, int]:
     return graph.replace(nodes=nodes), len(moves)
 
 
-def _sinkable_producer(split: Node, producers, users, returned) -> Node | None:
+def _sinkable_producer(split: Node, producers, users, returned, target) -> Node | None:
     if split.op != "split" or not isinstance(split.inputs[0], Var):
         return None
     source = split.inputs[0]
     producer = producers.get(source)
     if producer is None or len(producer.outputs) != 1 or not rules.is_fusable_elementwise(
-            producer):
+            producer, target):
         return None
     if source in returned or users.get(source) != [split]:
         return None
     for piece in split.outputs:
         if piece in returned or not users.get(piece):
             return None
-        if not all(_fuses_with(user, piece) for user in users[piece]):
+        if not all(_fuses_with(user, piece, target) for user in users[piece]):
             return None
     return producer
 
 
-def _fuses_with(user: Node, piece: Var) -> bool:
+def _fuses_with(user: Node, piece: Var, target: str) -> bool:
     """Whether ``user`` would take an elementwise producer of ``piece`` into its kernel."""
     if user.op in ops.REDUCE_OPS:
         return rules.codegen_dtype_ok(user)
-    return rules.is_fusable_elementwise(user) and user.out.type.shape == piece.type.shape
+    return rules.is_fusable_elementwise(user, target) and user.out.type.shape == piece.type.shape
 
 
 def _sunk(split: Node, producer: Node, made: dict) -> list[Node]:

@@ -196,7 +196,8 @@ def stage_text(tree, stage: str) -> str:
     if stage == "memory":
         return _memory_text(entry)
     if stage in DEFAULT_PIPELINE:
-        return print_graph(run_pipeline(entry.trace.graph, stop_after=stage).graph)
+        return print_graph(run_pipeline(entry.trace.graph, target=entry.pipeline.target,
+                                        stop_after=stage).graph)
     raise ValueError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
 
 

@@ -34,12 +34,12 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), dis
 def _optimize(graph, target, pipeline, disk_cache=True) -> PipelineRun:
     """Run the passes, or take their result from the disk cache."""
     if not disk_cache:
-        return run_pipeline(graph, pipeline, verify_each=config.strict())
+        return run_pipeline(graph, pipeline, target=target, verify_each=config.strict())
     key = program_cache.fingerprint(graph, target, pipeline)
     cached = program_cache.load(key)
     if cached is not None and len(cached[0].inputs) == len(graph.inputs):
         cache_log.debug("%s: optimized program loaded from the disk cache", graph.name)
-        return PipelineRun(cached[0], dict(cached[1], loaded_from_disk=True))
-    run = run_pipeline(graph, pipeline, verify_each=config.strict())
+        return PipelineRun(cached[0], target, dict(cached[1], loaded_from_disk=True))
+    run = run_pipeline(graph, pipeline, target=target, verify_each=config.strict())
     program_cache.store(key, (run.graph, run.stats))
     return run

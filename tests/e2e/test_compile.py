@@ -141,6 +141,19 @@ def test_unmapped_numpy_call_is_a_host_op_between_kernels():
     assert "host np.linalg.solve" in solve.ir(a, b, stage="optimized")
 
 
+def test_float32_sin_runs_numpys_own_loop_between_kernels():
+    @fusejit.compile(target="cpu")
+    def wave(x):
+        return np.sin(x * 2 + 1) * 3
+
+    x = f32(64, 32)
+    for _ in range(2):
+        np.testing.assert_array_equal(wave(x), wave.fn(x))   # the same ufunc: bit for bit
+    explanation = wave.explain(x)
+    assert len(explanation.kernels) == 2
+    assert "NumPy's SIMD loop for sin on float32" in str(explanation)
+
+
 def test_numpy_errors_are_numpys_and_the_function_keeps_working():
     @fusejit.compile
     def add(x, y):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from fusejit.ir import Graph, Lit, Loc, Node, TensorType, Var, interpret, ops, verify
 from fusejit.passes.fuse import fuse
-from fusejit.passes.fusion_rules import FULL_EXTENT
+from fusejit.passes.fusion_rules import FULL_EXTENT, SIMD_IN_NUMPY
 from tests.strategies import graphs, inputs_for
 
 F32 = np.dtype(np.float32)
@@ -200,6 +200,39 @@ def test_different_shapes_refused_with_reason():
     reasons = [r.reason for r in result.stats["refusals"]]
     assert "different shape (f32[8] vs f32[4,8])" in reasons
     check_same(graph, result.graph, rand(4, 8), rand(8))
+
+
+def _sin_between_kernels(dtype):
+    b = Builder()
+    x = b.arg((4, 8), np.dtype(dtype))
+    scaled = b("mul", x, Lit(2.0, np.dtype(dtype)))
+    out = b("add", b("sin", scaled), x)
+    return b.graph(out)
+
+
+def test_cpu_leaves_float32_sin_to_numpys_simd_loop():
+    graph = _sin_between_kernels(np.float32)
+    result = fuse(graph, target="cpu")
+    assert [n.op for n in result.graph.nodes] == ["fused", "sin", "fused"]
+    reasons = [r.reason for r in result.stats["refusals"] if r.op == "sin"]
+    assert reasons == ["NumPy's SIMD loop for sin on float32 is faster than a kernel's scalar "
+                       "libm call: runs as a NumPy ufunc"]
+    check_same(graph, result.graph, rand(4, 8))
+
+
+@pytest.mark.parametrize("dtype, target", [(np.float64, "cpu"), (np.float32, "cuda")])
+def test_sin_fuses_where_a_kernel_runs_it_as_fast(dtype, target):
+    # float64: NumPy's sin loop is scalar too; CUDA: the device's sin is not libm.
+    graph = _sin_between_kernels(dtype)
+    result = fuse(graph, target=target)
+    (kernel,) = result.graph.nodes
+    assert [n.op for n in kernel.attr["body"].nodes] == ["mul", "sin", "add"]
+
+
+def test_simd_table_names_only_elementwise_float_ops():
+    for op, dtypes in SIMD_IN_NUMPY.items():
+        assert ops.get(op).kind == ops.ELEMENTWISE
+        assert set(dtypes) <= {"float32", "float64"}
 
 
 def test_no_cycle_through_a_plain_node():
