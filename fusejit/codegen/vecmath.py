@@ -10,10 +10,10 @@ Design choices:
 * float64 algorithms keep a hi/lo split of every reduction constant and Taylor or fitted
   polynomials long enough for < 1 ulp of truncation error; measured max errors are in
   ``tests/codegen/test_vecmath.py``.
-* float32 exp, tanh and sigmoid (the hot activations) are native float32 code, 16 lanes per
-  zmm. The other float32 functions evaluate the float64 algorithm (shorter polynomials where
-  they differ) and round once at the end: <= 1 ulp, float32 subnormals become normal doubles,
-  and float32 overflow/underflow happens in that final conversion, at half the SIMD width.
+* float32 exp, expm1, log, log1p, tanh and sigmoid are native float32 code, 16 lanes per zmm
+  (log with the float64 algorithm's reduction and series in float32 arithmetic; expm1 and tanh
+  share exp's reduction). The other float32 functions (erf, sin, cos) evaluate the float64
+  algorithm and round once at the end: <= 1 ulp, at half the SIMD width.
 * Exponent manipulation goes through ``bitcast`` intrinsics (2**k = bits((k + 1023) << 52)),
   which vectorize, where ``math.ldexp`` is a libm call.
 * Polynomials are Horner chains emitted straight into the IR from constant tuples, so the
@@ -84,6 +84,23 @@ def _split_exponent(typingctx, x):
         mantissa = builder.bitcast(builder.or_(mantissa_bits, one_bits), ir.DoubleType())
         return context.make_tuple(builder, signature.return_type, (exponent, mantissa))
     return types.UniTuple(types.float64, 2)(types.float64), codegen
+
+
+@intrinsic
+def _reduce_sqrt2_f32(typingctx, x):
+    """(k as float32, m) with x = 2**k m and m in [sqrt(1/2), sqrt(2)), for a positive normal
+    float32 x: integer arithmetic on the bits (offsetting the exponent field by sqrt(1/2)'s
+    mantissa moves the carry to m = sqrt(2)), no comparison and no select."""
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        shifted = builder.add(builder.bitcast(args[0], i32),
+                              ir.Constant(i32, 0x3F800000 - 0x3F3504F3))
+        k = builder.sub(builder.ashr(shifted, ir.Constant(i32, 23)), ir.Constant(i32, 127))
+        m_bits = builder.add(builder.and_(shifted, ir.Constant(i32, 0x007FFFFF)),
+                             ir.Constant(i32, 0x3F3504F3))
+        values = (builder.sitofp(k, ir.FloatType()), builder.bitcast(m_bits, ir.FloatType()))
+        return context.make_tuple(builder, signature.return_type, values)
+    return types.UniTuple(types.float32, 2)(types.float32), codegen
 
 
 def _fma_ir(builder, a, b, c):
@@ -195,12 +212,12 @@ _INV_LN2 = float(Decimal(_LOG2E))
 _INV_PIO2 = float(Decimal(_TWO_OVER_PI))
 
 # expm1(r) = r + r*r * P(r), P = Taylor 1/n! for n >= 2. |r| <= ln2/2: truncation after r**13
-# is 4e-18 relative (float64); after r**8 it is 2e-10 (enough for float32 results).
+# is 4e-18 relative (float64).
 _EXPM1_TAIL_F64 = _high_first(Fraction(1, math.factorial(n)) for n in range(2, 14))
-_EXPM1_TAIL_F32 = _high_first(Fraction(1, math.factorial(n)) for n in range(2, 9))
 
 # log(1+f) = f - (h - s*(h + R)), s = f/(2+f), h = f*f/2, R = sum_{n>=1} 2 s**2n / (2n+1):
-# the atanh series, |s| <= 0.1716; 10 terms leave 2e-18, 5 terms 1e-10.
+# the atanh series, |s| <= 0.1716; 10 terms leave 2e-18, 5 terms 1e-10 (float32's, evaluated in
+# float32 arithmetic).
 _LOG_R_F64 = _high_first([0.0] + [Fraction(2, 2 * n + 1) for n in range(1, 11)])
 _LOG_R_F32 = _high_first([0.0] + [Fraction(2, 2 * n + 1) for n in range(1, 6)])
 
@@ -486,9 +503,65 @@ def _tanh_f32_native(x):
     return x + x if x != x else y
 
 
+_F32_MIN_NORMAL = _F32(np.finfo(np.float32).tiny)
+_F32_TWO_POW_23 = _F32(2.0**23)
+_F32_HALF = _F32(0.5)
+_F32_LOG_R = tuple(_F32(c) for c in _LOG_R_F32)
+
+
+@_inline
+def _log_f32_native(x):
+    # The float64 algorithm's atanh form in float32 arithmetic: x = 2**k m, m in [sqrt(1/2),
+    # sqrt(2)), f = m - 1 exact, log x = k ln2 + f - (f*f/2 - s (f*f/2 + R(s*s))) with
+    # s = f / (2 + f), |s| <= 0.1716. Subnormal x is scaled by 2**23 first.
+    subnormal = x < _F32_MIN_NORMAL
+    k, m = _reduce_sqrt2_f32(x * _F32_TWO_POW_23 if subnormal else x)
+    k = k - _F32(23.0) if subnormal else k
+    f = m - _F32_ONE
+    s = f / (_F32_TWO + f)
+    half_f2 = _F32_HALF * f * f
+    tail = s * (half_f2 + _horner(s * s, _F32_LOG_R)) + k * _F32_LN2_LO
+    y = k * _F32_LN2_HI - ((half_f2 - tail) - f)
+    y = _F32(np.inf) if x == _F32(np.inf) else y
+    y = _F32(-np.inf) if x == _F32(0.0) else y
+    y = _F32(np.nan) if x < _F32(0.0) else y
+    return x + x if x != x else y
+
+
+@_inline
+def _log1p_f32_native(x):
+    # Goldberg's log1p, as _log1p_core, in float32: log(u) * x / (u - 1) with u = 1 + x rounded.
+    u = _F32_ONE + x
+    d = u - _F32_ONE
+    y = _log_f32_native(u) * (x / (d if d != _F32(0.0) else _F32_ONE))
+    y = x if d == _F32(0.0) else y
+    y = _F32(np.inf) if x == _F32(np.inf) else y
+    return x + x if x != x else y
+
+
+_F32_EXPM1_LO, _F32_EXPM1_HI = _F32(-18.0), _F32(89.0)   # expm1(-18) rounds to -1
+
+
+@_inline
+def _expm1_f32_native(x):
+    # x = k ln2 + r as in exp; p = expm1(r). Up to k = 24 the result is 2**k p + (2**k - 1)
+    # with one rounding (the FMA; 2**k - 1 is exact); above, the 1 is below half an ulp and
+    # the result is exp's: (1 + p) scaled by 2**k, which also overflows to inf past 88.72.
+    xc = _clamp_f32(x, _F32_EXPM1_LO, _F32_EXPM1_HI)
+    shifted = xc * _F32_LOG2E + _F32_SHIFTER
+    k = shifted - _F32_SHIFTER
+    r = _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, xc))
+    p = r + r * r * _horner(r, _F32_EXP_TAIL)
+    power = _pow2_f32(k if k < _F32(24.0) else _F32(24.0))
+    y = _fma(power, p, power - _F32_ONE)
+    y = y if k <= _F32(24.0) else _scale_f32(_F32_ONE + p, shifted)
+    y = x if x == _F32(0.0) else y          # keeps -0.0
+    return x + x if x != x else y
+
+
 # --- public scalar functions ---------------------------------------------------------------
-# float32 versions widen, run the float64 algorithm with the shorter float32 polynomials and
-# round once.
+# float32 erf, sin and cos widen, run the float64 algorithm (sin and cos with shorter float32
+# polynomials) and round once.
 
 
 
@@ -509,7 +582,7 @@ def expm1_f64(x):
 
 @_inline
 def expm1_f32(x):
-    return np.float32(_expm1_core(np.float64(x), _EXPM1_TAIL_F32))
+    return _expm1_f32_native(x)
 
 
 @_inline
@@ -519,7 +592,7 @@ def log_f64(x):
 
 @_inline
 def log_f32(x):
-    return np.float32(_log_core(np.float64(x), _LOG_R_F32))
+    return _log_f32_native(x)
 
 
 @_inline
@@ -529,9 +602,7 @@ def log1p_f64(x):
 
 @_inline
 def log1p_f32(x):
-    # In float64, 1 + x for a float32 x is exact unless |x| < 2**-29 or so, where log1p x rounds
-    # to x in float32 anyway.
-    return np.float32(_log1p_core(np.float64(x), _LOG_R_F32))
+    return _log1p_f32_native(x)
 
 
 @_inline

@@ -169,3 +169,22 @@ def test_float32_exp_dense_where_the_scaling_switches():
     patterns = np.concatenate(around).astype(np.int32).view(np.float32)
     sweep = np.linspace(-104.0, 89.0, 2_000_001, dtype=np.float32)
     assert check("exp", np.concatenate([patterns, sweep])) <= MAX_ULP
+
+
+def test_float32_expm1_dense_where_its_formula_switches():
+    # Up to k = 24 (x ~ 16.6) expm1 is 2**k p + (2**k - 1), above it exp's scaling; below -18 it
+    # rounds to -1: every float32 around those points, and a dense sweep of the finite range.
+    ln2 = np.log(2.0)
+    edges = [k * ln2 for k in (-26, -1, -0.5, 0.5, 1, 23.5, 24, 24.5, 25, 127, 128)] + [-18.0]
+    around = [np.arange(-4096, 4096, dtype=np.int64) + np.array([e], np.float32).view(np.int32)
+              for e in edges]
+    patterns = np.concatenate(around).astype(np.int32).view(np.float32)
+    sweep = np.linspace(-20.0, 90.0, 2_000_001, dtype=np.float32)
+    assert check("expm1", np.concatenate([patterns, sweep])) <= MAX_ULP
+
+
+def test_float32_log_and_log1p_on_every_97th_positive_float():
+    # All exponents, subnormals included: 22M positive patterns; log1p also on (-1, 0).
+    positive = np.arange(0, 0x7F800001, 97, dtype=np.uint32).view(np.float32)
+    assert check("log", positive) <= MAX_ULP
+    assert check("log1p", np.concatenate([positive, -positive[positive < 1.0]])) <= MAX_ULP
