@@ -200,11 +200,12 @@ class _Emitter:
         # index wraparound hides unit stride from LLVM, which then gathers instead of loading.
         block, pad = reductions.SUM_BLOCK, INDENT * (depth + 1)
         lines = [f"{INDENT * depth}for j{dim} in range(0, n{dim}, {block}):"]
-        lines += [pad + init for init, _, _ in blocks]
+        lines += [pad + line for init, _, _ in blocks for line in init]
         lines.append(f"{pad}for i{dim} in range(np.uint64(j{dim}), "
                      f"np.uint64(min(n{dim}, j{dim} + {block}))):")
         lines += [pad + line for line in inner_lines]
-        return lines + [pad + finish for _, _, finish in blocks]
+        return lines + [pad + line.replace("$J", f"j{dim}")
+                        for _, _, finish in blocks for line in finish]
 
     # -- which values a pass computes ---------------------------------------------------------
     def inner_nodes(self) -> list[Node]:
@@ -233,16 +234,22 @@ class _Emitter:
                  for line in reductions.init_lines(r, self.acc_names[r])]
         saved = [var for var, stored_in in self.scratch.items() if stored_in == number]
         rows, element = self.element_lines(nodes, stores, loaded, saved)
-        blocked = [r for r in reduces if reductions.blocked(r) and not plan.zero_d]
+        computed = list(element)
+        blocked = [r for r in reduces if not plan.zero_d and (
+            reductions.blocked(r) or (reductions.block_arg(r) and len(plan.reduced_dims) == 1))]
         blocks = [reductions.block_lines(r, self.ref(r.inputs[0]), self.acc_names[r])
                   for r in blocked]
-        element += [INDENT + update for _, update, _ in blocks]
+        element += [INDENT + line for _, update, _ in blocks for line in update]
         for r in reduces:
             if r not in blocked:
                 element += [INDENT + line for line in reductions.update_lines(
                     r, self.ref(r.inputs[0]), self.acc_names[r])]
         lines += self.nest(plan.reduced_dims, element, first=False, before_inner=rows,
                            blocks=blocks)
+        for r in blocked:
+            if r.op in ("argmax", "argmin"):
+                lines += reductions.arg_rescan_lines(r, self.ref(r.inputs[0]), self.acc_names[r],
+                                                     plan.reduced_dims[-1], computed, INDENT)
         for r in reduces:
             lines.append(f"{INDENT}{self.names[r.out]} = "
                          f"{reductions.final_expr(r, self.acc_names[r])}")

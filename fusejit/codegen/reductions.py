@@ -40,17 +40,61 @@ def blocked(node: Node) -> bool:
     return node.op == "sum" and node.inputs[0].type.dtype == np.float32
 
 
-def block_lines(node: Node, value: str, name: str) -> tuple[str, str, str]:
-    """(block init, per-element update, block finish) for a ``blocked`` reduction."""
+def block_lines(node: Node, value: str, name: str) -> tuple[list, list, list]:
+    """(block init, per-element update, block finish) lines for a ``blocked`` reduction or a
+    ``block_arg`` one; ``$J`` in them stands for the block's first index."""
     block = f"{name}_b"
-    return (f"{block} = np.float32(0)", f"{block} = radd({block}, {value})",
-            f"{name} = {name} + np.float64({block})")
+    if node.op in ("argmax", "argmin"):
+        return _arg_block_lines(node, value, name)
+    return ([f"{block} = np.float32(0)"], [f"{block} = radd({block}, {value})"],
+            [f"{name} = {name} + np.float64({block})"])
+
+
+def block_arg(node: Node) -> bool:
+    """Whether an argmax/argmin runs blocked: each block's extreme vectorizes like ``max``,
+    the best block is kept, and one scan of that block after the loop finds the index
+    (``arg_rescan_lines``). The per-element compare-and-branch it replaces stays scalar
+    (measured: 4.6 ms against NumPy's 0.27 ms over 2048x1024 float32)."""
+    return node.op in ("argmax", "argmin") and node.inputs[0].type.dtype.kind in "fiu"
+
+
+def _arg_block_lines(node: Node, value: str, name: str) -> tuple[list, list, list]:
+    dtype = accumulator_dtype(node)
+    is_max, is_float = node.op == "argmax", dtype.kind == "f"
+    cmp = ">" if is_max else "<"
+    function = {(True, True): "rmaximum", (False, True): "rminimum",
+                (True, False): "max", (False, False): "min"}[is_max, is_float]
+    block = f"{name}_b"
+    # A later block wins with a strictly better extreme, or with the first NaN.
+    nan = f" or ({block} != {block} and {name} == {name})" if is_float else ""
+    better = f"{name}_j < 0 or {block} {cmp} {name}{nan}"
+    return ([f"{block} = {_ctor(dtype)}({_extreme(dtype, low=is_max)})"],
+            [f"{block} = {function}({block}, {value})"],
+            [f"{name}_better = {better}", f"{name} = {block} if {name}_better else {name}",
+             f"{name}_j = $J if {name}_better else {name}_j"])
+
+
+def arg_rescan_lines(node: Node, value: str, name: str, dim: int, element: list[str],
+                     indent: str) -> list[str]:
+    """The scan of the best block for the first index holding its extreme (or the first NaN):
+    a min-reduction of the matching indices, which vectorizes, where a search that breaks at
+    the first match stays scalar. ``element`` computes ``value`` at index ``i{dim}``."""
+    start, end = f"np.uint64(max({name}_j, 0))", f"np.uint64(n{dim})"
+    found = f"{value} == {name}"
+    if accumulator_dtype(node).kind == "f":
+        found += f" or ({name} != {name} and {value} != {value})"
+    return ([f"{indent}{name}_first = {end}",
+             f"{indent}for i{dim} in range({start}, min({end}, {start} + {SUM_BLOCK})):"]
+            + [indent + line for line in element]
+            + [f"{indent * 2}{name}_first = min({name}_first, i{dim} if {found} else {end})",
+               f"{indent}{name}_index = np.int64({name}_first)"])
 
 
 def init_lines(node: Node, name: str = "acc") -> list[str]:
     acc = accumulator_dtype(node)
     if node.op in ("argmax", "argmin"):
-        return [f"{name}_k = 0", f"{name}_index = 0", f"{name} = {_ctor(acc)}(0)"]
+        return [f"{name}_k = 0", f"{name}_j = -1", f"{name}_index = 0",
+                f"{name} = {_ctor(acc)}(0)"]
     start = {"sum": "0", "prod": "1", "any": "False", "all": "True",
              "reduce_max": _extreme(acc, low=True),
              "reduce_min": _extreme(acc, low=False)}[node.op]
@@ -70,7 +114,8 @@ def update_lines(node: Node, value: str, name: str = "acc") -> list[str]:
     if op == "prod":
         return [f"{name} = {_ctor(acc)}({name} * {value})"]
     if op in ("any", "all"):
-        word = "or" if op == "any" else "and"
+        # Bitwise on bools, no short-circuit branch: LLVM vectorizes the or/and reduction.
+        word = "|" if op == "any" else "&"
         return [f"{name} = {name} {word} bool({value})"]
     if op in ("reduce_max", "reduce_min"):
         return _extreme_update(op, value, is_float, acc == np.bool_, name)
@@ -86,7 +131,7 @@ def final_expr(node: Node, name: str = "acc") -> str:
 
 def _extreme_update(op, value, is_float, is_bool, name) -> list[str]:
     if is_bool:
-        word = "or" if op == "reduce_max" else "and"
+        word = "|" if op == "reduce_max" else "&"
         return [f"{name} = {name} {word} {value}"]
     if is_float:  # llvm.maximum/minimum: NaN propagates (np.max semantics) and it vectorizes
         function = "rmaximum" if op == "reduce_max" else "rminimum"

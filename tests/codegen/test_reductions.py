@@ -120,3 +120,58 @@ def test_max_min_reductions_propagate_nan_with_signed_zeros():
     x[3] = np.linspace(-3, 2, 40, dtype=np.float32)
     for op in ("reduce_max", "reduce_min"):
         check_kernel(reduce_node(op, np.float32, (1,), False, shape=x.shape), x)
+
+
+def _arg_rows(dtype, length):
+    """Rows that put the extreme, NaNs, ties and signed zeros in different blocks of 256."""
+    rng = np.random.default_rng(length)
+    if np.dtype(dtype).kind == "i":
+        x = rng.integers(-5, 5, (6, length)).astype(dtype)   # ties everywhere
+        x[1] = np.arange(length)                             # a new extreme in every block
+        x[2, -1], x[3, length // 2] = 99, -99
+        return x
+    x = rng.standard_normal((8, length)).astype(dtype)
+    x[1, -1] = np.nan                                        # a NaN in the last block
+    x[2, length // 3], x[2, -1] = np.nan, np.nan             # the first NaN wins
+    x[3] = -np.inf
+    x[4, 0], x[4, -1] = 100.0, 100.0                         # a tie across blocks: the first
+    x[4, length // 2], x[4, length - 2] = -100.0, -100.0
+    x[5] = 0.0
+    x[5, ::2] = -0.0                                         # -0.0 == 0.0: the first zero
+    x[6] = np.arange(length)                                 # rising: every block is better
+    x[7] = -np.arange(length)
+    return x
+
+
+@pytest.mark.parametrize("length", [1, 255, 256, 257, 1000, 3001])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reductions_over_blocks_find_numpys_index(op, dtype, length):
+    x = _arg_rows(dtype, length)
+    kernel = check_kernel(reduce_node(op, dtype, (1,), False, shape=x.shape), x)
+    strided = np.repeat(x, 2, axis=1)[:, ::2]                # the strided variant
+    np.testing.assert_array_equal(kernel(strided, parallel=True)[0], getattr(np, op)(x, axis=1))
+
+
+def test_arg_reduction_rescans_its_block_with_the_prologue_and_its_stores():
+    shape = (5, 700)
+
+    def body(emit, x, bias):
+        e = emit("exp", emit("sub", x, bias))
+        return [emit("argmax", e, axes=(1,), keepdims=True), e]
+
+    node = fused_node([(shape, np.float32), ((700,), np.float32)], body, kind="reduce")
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    x[2, 600] = np.nan
+    check_kernel(node, x, np.linspace(-1, 1, 700, dtype=np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["any", "all"])
+@pytest.mark.parametrize("length", [1, 300, 2049])
+def test_any_all_over_long_rows(op, length):
+    x = np.zeros((4, length), bool)
+    x[1, -1] = True
+    x[2] = True
+    x[3, ::3] = True
+    check_kernel(reduce_node(op, np.bool_, (1,), False, shape=x.shape), x)
+    check_kernel(reduce_node(op, np.bool_, (0, 1), False, shape=x.shape), x)
