@@ -1,7 +1,9 @@
 """fuse: greedy grouping of elementwise ops and reductions into ``fused`` kernel nodes.
 
-First, splits of an elementwise result whose pieces all feed elementwise work move to the
-result's operands (``sink_splits``), so the producer fuses with the pieces' users. Nodes are
+First, transposes that move the last axis sink below the elementwise ops and reductions
+reading them (``sink_permutes``), so that kernels walk memory in order, and splits of an
+elementwise result whose pieces all feed elementwise work move to the result's operands
+(``sink_splits``), so the producer fuses with the pieces' users. Nodes are
 then visited in topological order. An elementwise node joins a producer's group when the
 shapes agree; a reduction absorbs its input's elementwise group as a prologue; elementwise
 consumers of a reduction at the reduction's output shape join as its epilogue; last, elementwise
@@ -18,6 +20,7 @@ from ..ir import Graph, Node, Var, ops
 from . import fusion_rules as rules
 from .fusion_rules import Group, Refusal
 from .manager import PassResult, register_pass
+from .sink_permutes import sink_permutes
 from .sink_splits import sink_splits
 
 # One kernel fuses at most this many ops: Numba's compile time grows linearly with kernel size
@@ -32,15 +35,16 @@ __all__ = ["Refusal", "fuse"]
 def fuse(graph: Graph, target: str = "cpu") -> PassResult:
     """``target``: the backend the kernels are for ("cpu" or "cuda"): some ops are faster left
     to NumPy on the CPU (``fusion_rules.SIMD_IN_NUMPY``)."""
+    graph, transposes = sink_permutes(graph)
     graph, sunk = sink_splits(graph, target)
     fuser = _Fuser(graph, target)
     for node in graph.nodes:
         fuser.place(node)
     horizontal = fuser.merge_horizontal()
     new_graph, kernels = fuser.rewrite()
-    return PassResult(new_graph, kernels > 0 or sunk > 0,
+    return PassResult(new_graph, kernels > 0 or sunk > 0 or transposes > 0,
                       {"kernels": kernels, "horizontal": horizontal, "sunk_splits": sunk,
-                       "refusals": fuser.refusals})
+                       "sunk_transposes": transposes, "refusals": fuser.refusals})
 
 
 class _Fuser:

@@ -1,0 +1,179 @@
+"""Transposes that move the last axis, sunk below the elementwise work and reductions reading
+them, so that kernels walk memory in order.
+
+A kernel loops over its output in C order. Fed ``x.T`` (x C-contiguous), its innermost loop
+reads x with a stride of a whole row: one cache line per element, and no SIMD. Measured over
+2048x1024 float32, ``x.T * b`` took 6.0 ms compiled against 0.72 ms in NumPy, which iterates in
+x's memory order and returns an F-ordered result. The same work on x itself, transposed
+afterwards as a view, reads and writes in order and gives NumPy's result layout::
+
+    y = e(x^p, b)        →    y' = e(x, b');  y = y'^p      (b' = b broadcast, permuted back)
+    s = sum(x^p, A)      →    s' = sum(x, p[A]);  s = s'^q  (q: the kept axes' order)
+
+Each element is computed by the same op on the same operand values, so results are
+bit-identical. Only transposes that move the last axis are sunk (others leave the innermost
+loop contiguous), and an elementwise result only when every user takes a transposed operand
+at no cost: an elementwise op that sinks it further, a reduction, matmul (BLAS takes either
+layout) or the caller. Anything else (a reshape, say) would have to copy the transposed
+result, as slowly as the strided kernel reads it.
+"""
+from __future__ import annotations
+
+from ..ir import Graph, Node, TensorType, Var, ops
+from .dce import live_nodes
+
+# Reductions whose result does not depend on the order the reduced axes are walked in.
+ORDER_FREE = ("sum", "prod", "reduce_max", "reduce_min", "any", "all")
+
+
+def sink_permutes(graph: Graph) -> tuple[Graph, int]:
+    """The graph with every sinkable transpose moved below its users; how many nodes moved."""
+    layout = _layouts(graph)
+    sinking = _sinking(graph, layout)
+    producers = graph.producers()
+    nodes, moved = [], 0
+    for node in graph.nodes:
+        if node in sinking:
+            made = _sunk_elementwise(node, layout[node.out], producers)
+        elif _reduce_perm(node, producers) is not None:
+            made = _sunk_reduce(node, producers)
+        else:
+            nodes.append(node)
+            continue
+        moved += 1
+        nodes += made
+        producers.update((out, new) for new in made for out in new.outputs)
+    if not moved:
+        return graph, 0
+    graph = graph.replace(nodes=nodes)
+    live = live_nodes(graph)
+    return graph.replace(nodes=[n for i, n in enumerate(nodes) if i in live]), moved
+
+
+def _moves_last_axis(perm) -> bool:
+    return len(perm) >= 2 and perm[-1] != len(perm) - 1
+
+
+def _layouts(graph: Graph) -> dict:
+    """Values that are a transpose moving the last axis, or elementwise results whose
+    full-shape operands all are the same such transpose (so computable untransposed): the
+    transpose each one is in."""
+    layout = {}
+    for node in graph.nodes:
+        if node.op == "permute" and _moves_last_axis(node.attr["perm"]):
+            layout[node.out] = tuple(node.attr["perm"])
+        elif _is_elementwise(node):
+            full = [layout.get(v) for v in node.inputs
+                    if isinstance(v, Var) and v.type.shape == node.out.type.shape]
+            if full and None not in full and len(set(full)) == 1:
+                layout[node.out] = full[0]
+    return layout
+
+
+def _is_elementwise(node: Node) -> bool:
+    opdef = ops.REGISTRY.get(node.op)
+    return opdef is not None and opdef.kind == ops.ELEMENTWISE and len(node.outputs) == 1
+
+
+def _sinking(graph: Graph, layout: dict) -> set[Node]:
+    """The elementwise nodes to compute untransposed: every user of the result must take the
+    transpose at no cost (see the module docstring) and every full-shape operand must be a
+    transpose or an elementwise result that sinks too. Candidates that break either rule drop
+    out until none does."""
+    users, producers = graph.users(), graph.producers()
+    returned = {v for v in graph.outputs if isinstance(v, Var)}
+    sinking = {node for node in graph.nodes if _is_elementwise(node) and node.out in layout}
+    while True:
+        keep = {node for node in sinking
+                if (users.get(node.out) or node.out in returned)
+                and all(_takes_transposed(user, sinking) for user in users.get(node.out, []))
+                and all(producers[v] in sinking or producers[v].op == "permute"
+                        for v in node.inputs if v in layout)}
+        if keep == sinking:
+            return sinking
+        sinking = keep
+
+
+def _takes_transposed(user: Node, sinking: set[Node]) -> bool:
+    if user.op in ORDER_FREE or user.op == "matmul":
+        return True
+    if user.op in ("argmax", "argmin"):
+        return len(user.attr["axes"]) == 1
+    return user in sinking
+
+
+def _perm_of(value, producers):
+    producer = producers.get(value) if isinstance(value, Var) else None
+    return producer.attr["perm"] if producer is not None and producer.op == "permute" else None
+
+
+def _reduce_perm(node: Node, producers):
+    if node.op not in ORDER_FREE and not (
+            node.op in ("argmax", "argmin") and len(node.attr["axes"]) == 1):
+        return None
+    perm = _perm_of(node.inputs[0], producers)
+    return perm if perm is not None and _moves_last_axis(perm) else None
+
+
+def _inverse(perm) -> tuple[int, ...]:
+    inverse = [0] * len(perm)
+    for k, axis in enumerate(perm):
+        inverse[axis] = k
+    return tuple(inverse)
+
+
+def _sunk_elementwise(node: Node, perm, producers) -> list[Node]:
+    """``node`` on the untransposed operands, then the transpose of its result (a view)."""
+    rank, inverse = len(perm), _inverse(perm)
+    nodes, operands = [], []
+    for value in node.inputs:
+        if isinstance(value, Var) and value.type.shape:
+            if len(value.type.shape) < rank:   # broadcast: its leading unit axes made explicit
+                shape = (1,) * (rank - len(value.type.shape)) + value.type.shape
+                nodes.append(Node("reshape", (value,), (_like(value, shape),),
+                                  {"shape": shape}, node.loc))
+                value = nodes[-1].out
+            made, value = _permuted(value, inverse, producers, node.loc)
+            nodes += made
+        operands.append(value)
+    inner = _like(node.out, tuple(node.out.type.shape[inverse[axis]] for axis in range(rank)))
+    nodes.append(node.replace(inputs=tuple(operands), outputs=(inner,)))
+    nodes.append(Node("permute", (inner,), node.outputs, {"perm": tuple(perm)}, node.loc))
+    return nodes
+
+
+def _permuted(value: Var, perm, producers, loc) -> tuple[list[Node], Var]:
+    """``value`` transposed by ``perm``: no node where that undoes the transpose producing it
+    (the common case: ``(x^p)^(p^-1)`` is x), else one permute node."""
+    source = producers.get(value)
+    if source is not None and source.op == "permute":
+        value, perm = source.inputs[0], tuple(source.attr["perm"][a] for a in perm)
+    if perm == tuple(range(len(perm))):
+        return [], value
+    out = _like(value, tuple(value.type.shape[a] for a in perm))
+    return [Node("permute", (value,), (out,), {"perm": perm}, loc)], out
+
+
+def _sunk_reduce(node: Node, producers) -> list[Node]:
+    """The reduction over the untransposed input's axes, then its result put in order."""
+    source = producers[node.inputs[0]]
+    (x,), perm = source.inputs, source.attr["perm"]
+    axes, keepdims = node.attr["axes"], node.attr["keepdims"]
+    new_axes = tuple(sorted(perm[a] for a in axes))
+    kept = [perm[a] for a in range(len(perm)) if a not in axes]   # x's axes, in result order
+    if keepdims:
+        shape = tuple(1 if a in new_axes else n for a, n in enumerate(x.type.shape))
+        order = tuple(perm)
+    else:
+        shape = tuple(n for a, n in enumerate(x.type.shape) if a not in new_axes)
+        survivors = sorted(kept)
+        order = tuple(survivors.index(a) for a in kept)
+    inner = _like(node.out, shape)
+    reduce = node.replace(inputs=(x,), outputs=(inner,), attrs=dict(node.attr, axes=new_axes))
+    if order == tuple(range(len(order))):
+        return [reduce.replace(outputs=node.outputs)]
+    return [reduce, Node("permute", (inner,), node.outputs, {"perm": order}, node.loc)]
+
+
+def _like(value: Var, shape) -> Var:
+    return Var(TensorType(tuple(shape), value.type.dtype), value.hint)
