@@ -77,7 +77,7 @@ class KernelPlan:
 
     @property
     def has_parallel_loop(self) -> bool:
-        return self.reduce is None or bool(self.outer_kept_dims)
+        return self.reduce is None or self.columns or bool(self.outer_kept_dims)
 
     @property
     def size_names(self) -> list[str]:

@@ -104,6 +104,7 @@ COSTLY_OPS = frozenset({
     "tan", "sinh", "cosh", "arctan", "arctan2", "pow", "sqrt", "div", "reciprocal",
     "floordiv", "mod"})
 SCRATCH_BLOCK = 8   # rows per scratch allocation in the row loop
+COLUMN_CHUNK = 256  # columns per parallel iteration of a column reduction (16 zmm of float32)
 
 
 class _Emitter:
@@ -172,10 +173,13 @@ class _Emitter:
             depth += 1
         return lines + [INDENT * (depth - 1) + line for line in inner_lines]
 
-    def nest(self, dims, inner_lines, first, before_inner=(), blocks=()) -> list[str]:
+    def nest(self, dims, inner_lines, first, before_inner=(), blocks=(),
+             bounds=None) -> list[str]:
         """Loops over ``dims``; ``before_inner`` lines go right before the innermost loop.
         ``blocks`` (init, update, finish lines of float32-blocked sums) split the innermost
-        loop into blocks of ``SUM_BLOCK``, initialising and finishing each block around it."""
+        loop into blocks of ``SUM_BLOCK``, initialising and finishing each block around it.
+        ``bounds``: ``{dim: "start, stop"}`` for loops over part of a dim."""
+        bounds = bounds or {}
         lines, depth = [], 1
         if self.plan.zero_d:
             # The padded dim of a 0-d reduction is one element: no loop. (A loop of one
@@ -190,7 +194,7 @@ class _Emitter:
             if position == len(dims) - 1 and blocks:
                 return lines + self._blocked_loop(dim, depth, inner_lines, blocks)
             loop = "$RANGE0" if (first and position == 0) else "$RANGE"
-            lines.append(f"{INDENT * depth}for i{dim} in {loop}(n{dim}):")
+            lines.append(f"{INDENT * depth}for i{dim} in {loop}({bounds.get(dim, f'n{dim}')}):")
             depth += 1
         return lines + [INDENT * (depth - 1) + line for line in inner_lines]
 
@@ -257,8 +261,10 @@ class _Emitter:
 
     def column_lines(self) -> list[str]:
         """A ``columns`` reduction: accumulator arrays along the last axis, filled by a loop
-        over the reduced dims with the last axis innermost, then finished column by column."""
-        plan, last = self.plan, f"i{self.plan.rank - 1}"
+        over the reduced dims with the last axis innermost, then finished column by column.
+        With no kept dim outside it to run in parallel, the columns are split into chunks of
+        ``COLUMN_CHUNK``, the parallel loop: each thread reduces its own columns."""
+        plan, last = self.plan, self.plan.rank - 1
         stores = self.inner_outputs(0)
         nodes = self._closure({r.inputs[0] for r in plan.reduces}
                               | {self.body.outputs[k] for k in stores})
@@ -267,19 +273,29 @@ class _Emitter:
         for r in plan.reduces:
             acc, one = self.acc_names[r], f"{self.acc_names[r]}_one"
             dtype = reductions.accumulator_dtype(r)
-            lines.append(f"{INDENT}{acc} = np.empty(n{plan.rank - 1}, {literal_ctor(dtype)})")
+            lines.append(f"{INDENT}{acc} = np.empty(n{last}, {literal_ctor(dtype)})")
             init += [INDENT + line for line in reductions.init_lines(r, one)]
-            init.append(f"{INDENT}{acc}[{last}] = {one}")
-            element.append(f"{INDENT}{one} = {acc}[{last}]")
+            init.append(f"{INDENT}{acc}[i{last}] = {one}")
+            element.append(f"{INDENT}{one} = {acc}[i{last}]")
             element += [INDENT + line for line in reductions.update_lines(
                 r, self.ref(r.inputs[0]), one)]
-            element.append(f"{INDENT}{acc}[{last}] = {one}")
+            element.append(f"{INDENT}{acc}[i{last}] = {one}")
             finish.append(f"{INDENT}{self.names[r.out]} = "
-                          f"{reductions.final_expr(r, f'{acc}[{last}]')}")
-        lines += self.nest([plan.rank - 1], init, first=False)
-        lines += self.nest([*plan.reduced_dims, plan.rank - 1], element, first=False,
-                           before_inner=rows)
-        return lines + self.nest([plan.rank - 1], finish + self.outer_lines(1), first=False)
+                          f"{reductions.final_expr(r, f'{acc}[i{last}]')}")
+        chunked = not plan.outer_kept_dims
+        # Unsigned bounds, as in the blocked loop: LLVM then sees unit stride.
+        bounds = {last: f"np.uint64(c{last} * {COLUMN_CHUNK}), "
+                        f"np.uint64(min(n{last}, c{last} * {COLUMN_CHUNK} + {COLUMN_CHUNK}))"
+                  } if chunked else None
+        body = self.nest([last], init, first=False, bounds=bounds)
+        body += self.nest([*plan.reduced_dims, last], element, first=False,
+                          before_inner=rows, bounds=bounds)
+        body += self.nest([last], finish + self.outer_lines(1), first=False, bounds=bounds)
+        if not chunked:
+            return lines + body
+        chunks = f"(n{last} + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}"
+        return lines + [f"{INDENT}for c{last} in $RANGE0({chunks}):"] + [
+            INDENT + line for line in body]
 
     def _pass_reduces(self, number: int) -> list[Node]:
         """The reductions pass ``number`` accumulates (those whose input has that depth)."""

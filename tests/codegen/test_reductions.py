@@ -175,3 +175,26 @@ def test_any_all_over_long_rows(op, length):
     x[3, ::3] = True
     check_kernel(reduce_node(op, np.bool_, (1,), False, shape=x.shape), x)
     check_kernel(reduce_node(op, np.bool_, (0, 1), False, shape=x.shape), x)
+
+
+@pytest.mark.parametrize("op, dtype", [("sum", np.float32), ("sum", np.float64),
+                                       ("reduce_max", np.float32), ("prod", np.float64),
+                                       ("any", np.bool_), ("reduce_min", np.int32)])
+@pytest.mark.parametrize("columns", [1, 255, 256, 600])
+def test_column_reductions_in_chunks_of_columns(op, dtype, columns):
+    # A reduction over axis 0 of a matrix runs its columns in chunks of 256, in parallel.
+    rng = np.random.default_rng(columns)
+    if dtype == np.bool_:
+        x = rng.random((9, columns)) < 0.1
+    elif np.dtype(dtype).kind == "i":
+        x = rng.integers(-9, 9, (9, columns)).astype(dtype)
+    else:
+        x = rng.uniform(0.5, 2.0, (9, columns)).astype(dtype)   # no cancellation in sums
+        x[4, -1] = np.nan
+    node = reduce_node(op, dtype, (0,), False, shape=x.shape)
+    kernel = check_kernel(node, x, rtol=1e-6 if dtype == np.float32 else None)
+    assert "prange" in kernel.source
+    want = check_kernel.__globals__["reference"](node, x)[0]
+    for operand in (x, np.repeat(x, 2, axis=1)[:, ::2]):      # row and strided variants
+        got = kernel(operand, parallel=True)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
