@@ -106,8 +106,8 @@ def _header(node: Node, plan: KernelPlan, key: str, source_ops) -> str:
     lines = [f"# kernel {_name(node)}  target=cpu  kind={plan.kind}  rank={plan.rank}  "
              f"key={key}",
              f"# loops: {' '.join(plan.loop_dims_text())}"]
-    unblocked = plan.columns or plan.zero_d
-    lines += [f"# accumulator: {reductions.describe(r, unblocked)}" for r in plan.reduces]
+    lines += [f"# accumulator: {reductions.describe(r, plan.zero_d, plan.columns)}"
+              for r in plan.reduces]
     lines.append("# fuses:")
     for op, loc in source_ops:
         where = f"{loc.file}:{loc.line}" if loc is not None else "<unknown>"

@@ -263,39 +263,78 @@ class _Emitter:
         """A ``columns`` reduction: accumulator arrays along the last axis, filled by a loop
         over the reduced dims with the last axis innermost, then finished column by column.
         With no kept dim outside it to run in parallel, the columns are split into chunks of
-        ``COLUMN_CHUNK``, the parallel loop: each thread reduces its own columns."""
+        ``COLUMN_CHUNK``, the parallel loop: each thread reduces its own columns. A float32
+        sum adds each block of ``SUM_BLOCK`` rows in float32 (SIMD across columns, one
+        rounding per add, as NumPy's own column sum adds every row) and the blocks in
+        float64."""
         plan, last = self.plan, self.plan.rank - 1
         stores = self.inner_outputs(0)
         nodes = self._closure({r.inputs[0] for r in plan.reduces}
                               | {self.body.outputs[k] for k in stores})
         rows, element = self.element_lines(nodes, stores)  # names the loaded inputs first
-        lines, init, finish = [], [], []
-        for r in plan.reduces:
-            acc, one = self.acc_names[r], f"{self.acc_names[r]}_one"
-            dtype = reductions.accumulator_dtype(r)
-            lines.append(f"{INDENT}{acc} = np.empty(n{last}, {literal_ctor(dtype)})")
-            init += [INDENT + line for line in reductions.init_lines(r, one)]
-            init.append(f"{INDENT}{acc}[i{last}] = {one}")
-            element.append(f"{INDENT}{one} = {acc}[i{last}]")
-            element += [INDENT + line for line in reductions.update_lines(
-                r, self.ref(r.inputs[0]), one)]
-            element.append(f"{INDENT}{acc}[i{last}] = {one}")
-            finish.append(f"{INDENT}{self.names[r.out]} = "
-                          f"{reductions.final_expr(r, f'{acc}[i{last}]')}")
+        lines, init, finish, blocks = self._column_accumulators(element)
         chunked = not plan.outer_kept_dims
         # Unsigned bounds, as in the blocked loop: LLVM then sees unit stride.
         bounds = {last: f"np.uint64(c{last} * {COLUMN_CHUNK}), "
                         f"np.uint64(min(n{last}, c{last} * {COLUMN_CHUNK} + {COLUMN_CHUNK}))"
                   } if chunked else None
         body = self.nest([last], init, first=False, bounds=bounds)
-        body += self.nest([*plan.reduced_dims, last], element, first=False,
-                          before_inner=rows, bounds=bounds)
+        if blocks[0]:
+            body += self._row_blocks(element, rows, blocks, bounds)
+        else:
+            body += self.nest([*plan.reduced_dims, last], element, first=False,
+                              before_inner=rows, bounds=bounds)
         body += self.nest([last], finish + self.outer_lines(1), first=False, bounds=bounds)
         if not chunked:
             return lines + body
         chunks = f"(n{last} + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}"
         return lines + [f"{INDENT}for c{last} in $RANGE0({chunks}):"] + [
             INDENT + line for line in body]
+
+    def _column_accumulators(self, element: list[str]):
+        """(allocations, init, finish, (block init, block finish)) lines of a column
+        reduction; the per-element updates are appended to ``element``."""
+        last = f"i{self.plan.rank - 1}"
+        lines, init, finish, block_init, block_finish = [], [], [], [], []
+        for r in self.plan.reduces:
+            acc, one = self.acc_names[r], f"{self.acc_names[r]}_one"
+            dtype = reductions.accumulator_dtype(r)
+            lines.append(f"{INDENT}{acc} = np.empty(n{self.plan.rank - 1}, "
+                         f"{literal_ctor(dtype)})")
+            init += [INDENT + line for line in reductions.init_lines(r, one)]
+            init.append(f"{INDENT}{acc}[{last}] = {one}")
+            finish.append(f"{INDENT}{self.names[r.out]} = "
+                          f"{reductions.final_expr(r, f'{acc}[{last}]')}")
+            if reductions.blocked(r):
+                block = f"{acc}_b"
+                lines.append(f"{INDENT}{block} = np.empty(n{self.plan.rank - 1}, np.float32)")
+                block_init.append(f"{INDENT}{block}[{last}] = np.float32(0)")
+                element.append(f"{INDENT}{block}[{last}] = {block}[{last}] + "
+                               f"{self.ref(r.inputs[0])}")
+                block_finish.append(f"{INDENT}{acc}[{last}] = {acc}[{last}] + "
+                                    f"np.float64({block}[{last}])")
+                continue
+            element.append(f"{INDENT}{one} = {acc}[{last}]")
+            element += [INDENT + line for line in reductions.update_lines(
+                r, self.ref(r.inputs[0]), one)]
+            element.append(f"{INDENT}{acc}[{last}] = {one}")
+        return lines, init, finish, (block_init, block_finish)
+
+    def _row_blocks(self, element, rows, blocks, bounds) -> list[str]:
+        """The reduced loops with the first reduced dim in blocks of ``SUM_BLOCK`` rows, the
+        float32 block sums started before and added in after each block."""
+        plan, last = self.plan, self.plan.rank - 1
+        first, block = plan.reduced_dims[0], reductions.SUM_BLOCK
+        lines = [f"{INDENT}for j{first} in range(0, n{first}, {block}):"]
+        lines += [INDENT + line for line in self.nest([last], blocks[0], first=False,
+                                                      bounds=bounds)]
+        lines.append(f"{INDENT * 2}for i{first} in range(j{first}, "
+                     f"min(n{first}, j{first} + {block})):")
+        lines += [INDENT * 2 + line for line in self.nest(
+            [*plan.reduced_dims[1:], last], element, first=False, before_inner=rows,
+            bounds=bounds)]
+        return lines + [INDENT + line for line in self.nest([last], blocks[1], first=False,
+                                                            bounds=bounds)]
 
     def _pass_reduces(self, number: int) -> list[Node]:
         """The reductions pass ``number`` accumulates (those whose input has that depth)."""

@@ -164,8 +164,10 @@ def _ctor(dtype) -> str:
     return "bool" if dtype == np.bool_ else f"np.{dtype.name}"
 
 
-def describe(node: Node, unblocked: bool = False) -> str:
-    """``sum float32 in float64 (float32 blocks of 256)`` for kernel headers; ``unblocked``
-    kernels (``columns``: one float64 accumulator per column; 0-d inputs) have no blocks."""
+def describe(node: Node, unblocked: bool = False, columns: bool = False) -> str:
+    """``sum float32 in float64 (float32 blocks of 256)`` for kernel headers (``columns``:
+    blocks of 256 rows per column); ``unblocked`` kernels (0-d inputs) have no blocks."""
     text = f"{node.op} {node.inputs[0].type.dtype.name} in {accumulator_dtype(node).name}"
-    return text + f" (float32 blocks of {SUM_BLOCK})" if blocked(node) and not unblocked else text
+    if not blocked(node) or unblocked:
+        return text
+    return text + f" (float32 blocks of {SUM_BLOCK}{' rows' if columns else ''})"

@@ -198,3 +198,23 @@ def test_column_reductions_in_chunks_of_columns(op, dtype, columns):
     for operand in (x, np.repeat(x, 2, axis=1)[:, ::2]):      # row and strided variants
         got = kernel(operand, parallel=True)[0]
         np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("rows", [1, 255, 256, 257, 1000])
+@pytest.mark.parametrize("shape_of", [lambda r: (r, 300), lambda r: (r, 3, 300)],
+                         ids=["2d", "3d"])
+def test_float32_column_sums_add_blocks_of_rows_in_float32(rows, shape_of):
+    # Blocks of 256 rows add in float32, the blocks in float64: the error bound is that of a
+    # recursive float32 sum of one block, not of every row as in NumPy's column sum.
+    shape = shape_of(rows)
+    x = np.random.default_rng(rows).uniform(-1.0, 2.0, shape).astype(np.float32)
+    axes = tuple(range(len(shape) - 1))
+    kernel = build_kernel(reduce_node("sum", np.float32, axes, False, shape=shape))
+    assert "blocks of 256 rows" in kernel.source
+    exact = x.sum(axis=axes, dtype=np.float64)
+    terms = min(rows, 256) * int(np.prod(shape[1:-1]))    # float32 adds in one block
+    bound = (terms + 1) * 2.0**-24 * np.abs(x).sum(axis=axes, dtype=np.float64)
+    for parallel in (False, True):
+        got = kernel(x, parallel=parallel)[0]
+        assert got.dtype == np.float32 and got.shape == exact.shape
+        assert np.all(np.abs(got - exact) <= bound)
