@@ -14,7 +14,7 @@ Each element is computed by the same op on the same operand values, so results a
 bit-identical. Only transposes that move the last axis are sunk (others leave the innermost
 loop contiguous), and an elementwise result only when every user takes a transposed operand
 at no cost: an elementwise op that sinks it further, a reduction, matmul (BLAS takes either
-layout) or the caller. Anything else (a reshape, say) would have to copy the transposed
+layout), a view other than reshape, or the caller. A reshape may have to copy the transposed
 result, as slowly as the strided kernel reads it.
 """
 from __future__ import annotations
@@ -97,6 +97,9 @@ def _sinking(graph: Graph, layout: dict) -> set[Node]:
 def _takes_transposed(user: Node, sinking: set[Node]) -> bool:
     if user.op in ORDER_FREE or user.op == "matmul":
         return True
+    opdef = ops.REGISTRY.get(user.op)
+    if opdef is not None and opdef.kind == ops.VIEW and user.op != "reshape":
+        return True   # a view of a transposed array is a view too; a reshape may copy
     if user.op in ("argmax", "argmin"):
         return len(user.attr["axes"]) == 1
     return user in sinking
