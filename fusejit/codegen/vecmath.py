@@ -461,14 +461,19 @@ _F32_OVERFLOW = 88.72283172607422     # largest float32 whose float32 exp is fin
 
 
 @_inline
+def _reduce_ln2_f32(x):
+    # x = k ln2 + r, |r| <= ln2/2, as (k + 1.5 * 2**23, k, r). Adding 1.5 * 2**23 rounds
+    # x*log2(e) to the nearest integer k and leaves k in the low bits (no floor, no
+    # float-to-int conversion); k * LN2_HI is exact, so the first FMA is too.
+    shifted = x * _F32_LOG2E + _F32_SHIFTER
+    k = shifted - _F32_SHIFTER
+    return shifted, k, _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, x))
+
+
+@_inline
 def _exp_f32_native(x):
     # Clamping makes -inf give exp(-104) = 0 and +inf give exp(89) = inf by the scaling itself.
-    xc = _clamp_f32(x, _F32_EXP_LO, _F32_EXP_HI)
-    # Adding 1.5 * 2**23 rounds x*log2(e) to the nearest integer k and leaves k in the low bits
-    # (no floor, no float-to-int conversion); k * LN2_HI is exact, so the first FMA is too.
-    shifted = xc * _F32_LOG2E + _F32_SHIFTER
-    k = shifted - _F32_SHIFTER
-    r = _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, xc))
+    shifted, k, r = _reduce_ln2_f32(_clamp_f32(x, _F32_EXP_LO, _F32_EXP_HI))
     p = _F32_ONE + (r + r * r * _horner(r, _F32_EXP_TAIL))
     y = _scale_f32(p, shifted)
     return x + x if x != x else y
@@ -494,9 +499,7 @@ def _tanh_f32_native(x):
     # its rounding is far below the ulp of em). Subnormal x: em = 2|x|, em/2 = |x| exactly.
     ax = abs(x)
     t = _F32_TWO * (ax if ax < _F32_TANH_SATURATE else _F32_TANH_SATURATE)
-    shifted = t * _F32_LOG2E + _F32_SHIFTER      # round(t log2 e) in the low bits, as in exp
-    k = shifted - _F32_SHIFTER
-    r = _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, t))
+    _, k, r = _reduce_ln2_f32(t)
     power = _pow2_f32(k)
     em = _fma(power, r + r * r * _horner(r, _F32_EXP_TAIL), power - _F32_ONE)
     y = math.copysign(em / (em + _F32_TWO), x)   # keeps -0.0
@@ -547,10 +550,7 @@ def _expm1_f32_native(x):
     # x = k ln2 + r as in exp; p = expm1(r). Up to k = 24 the result is 2**k p + (2**k - 1)
     # with one rounding (the FMA; 2**k - 1 is exact); above, the 1 is below half an ulp and
     # the result is exp's: (1 + p) scaled by 2**k, which also overflows to inf past 88.72.
-    xc = _clamp_f32(x, _F32_EXPM1_LO, _F32_EXPM1_HI)
-    shifted = xc * _F32_LOG2E + _F32_SHIFTER
-    k = shifted - _F32_SHIFTER
-    r = _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, xc))
+    shifted, k, r = _reduce_ln2_f32(_clamp_f32(x, _F32_EXPM1_LO, _F32_EXPM1_HI))
     p = r + r * r * _horner(r, _F32_EXP_TAIL)
     power = _pow2_f32(k if k < _F32(24.0) else _F32(24.0))
     y = _fma(power, p, power - _F32_ONE)

@@ -158,15 +158,19 @@ def test_edge_cases_named_in_the_design(dtype):
         assert np.signbit(one(name, -0.0)), name
 
 
+def _around(edges) -> np.ndarray:
+    """The 8192 float32 values nearest each edge (4096 bit patterns either side)."""
+    around = [np.arange(-4096, 4096, dtype=np.int64) + np.array([e], np.float32).view(np.int32)
+              for e in edges]
+    return np.concatenate(around).astype(np.int32).view(np.float32)
+
+
 def test_float32_exp_dense_where_the_scaling_switches():
     # float32 exp adds k to p's exponent less one (and doubles) or plus 64 (and scales by
     # 2**-64) depending on k: every float32 around each switch, the subnormal results, the last
     # finite one and the first infinite one, and a dense sweep of the whole finite range.
-    ln2 = np.log(2.0)
-    edges = [k * ln2 for k in (-150, -149, -126, -125, -64, -63, -62, 0, 127, 128)]
-    around = [np.arange(-4096, 4096, dtype=np.int64) + np.array([e], np.float32).view(np.int32)
-              for e in edges]
-    patterns = np.concatenate(around).astype(np.int32).view(np.float32)
+    patterns = _around([k * np.log(2.0)
+                        for k in (-150, -149, -126, -125, -64, -63, -62, 0, 127, 128)])
     sweep = np.linspace(-104.0, 89.0, 2_000_001, dtype=np.float32)
     assert check("exp", np.concatenate([patterns, sweep])) <= MAX_ULP
 
@@ -175,10 +179,8 @@ def test_float32_expm1_dense_where_its_formula_switches():
     # Up to k = 24 (x ~ 16.6) expm1 is 2**k p + (2**k - 1), above it exp's scaling; below -18 it
     # rounds to -1: every float32 around those points, and a dense sweep of the finite range.
     ln2 = np.log(2.0)
-    edges = [k * ln2 for k in (-26, -1, -0.5, 0.5, 1, 23.5, 24, 24.5, 25, 127, 128)] + [-18.0]
-    around = [np.arange(-4096, 4096, dtype=np.int64) + np.array([e], np.float32).view(np.int32)
-              for e in edges]
-    patterns = np.concatenate(around).astype(np.int32).view(np.float32)
+    patterns = _around([k * ln2 for k in (-26, -1, -0.5, 0.5, 1, 23.5, 24, 24.5, 25, 127, 128)]
+                       + [-18.0])
     sweep = np.linspace(-20.0, 90.0, 2_000_001, dtype=np.float32)
     assert check("expm1", np.concatenate([patterns, sweep])) <= MAX_ULP
 
