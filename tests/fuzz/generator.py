@@ -290,6 +290,37 @@ PIECE_USES = ("{} * 3", "np.abs({}) + 1", "np.sqrt(np.abs({}))", "np.exp({})", "
 EXACT_PIECE_USES = frozenset(PIECE_USES[:3])
 
 
+def make_transposed(b: Builder, env):
+    """Elementwise work on a transpose, then a reduction, a reshape, a transpose back or
+    nothing: what fuse's ``sink_permutes`` moves below the work when the last axis moves."""
+    x = b.pick(env, arrays=True, min_ndim=2)
+    if x is None:
+        return None
+    ndim = np.ndim(env[x.name])
+    perm = tuple(b.draw(st.permutations(range(ndim))))
+    moved = b.fresh()
+    lines = [f"{moved} = {x.name}.T" if b.draw(st.booleans())
+             else f"{moved} = np.transpose({x.name}, {perm})"]
+    use = b.draw(st.sampled_from(PIECE_USES + ("{0} * {0} - 1",)))
+    result = b.fresh()
+    lines.append(f"{result} = {use.format(moved)}")
+    exact_use = use in EXACT_PIECE_USES or use == "{0} * {0} - 1"
+    tail = b.draw(st.sampled_from(TRANSPOSED_TAILS))
+    if tail.startswith("np.argmax") and not (x.exact and exact_use):
+        tail = ""            # an index of a rounded value: no tolerance makes it comparable
+    if tail:
+        name = b.fresh()
+        axis = b.draw(st.integers(-ndim, ndim - 1))
+        lines.append(f"{name} = {tail.format(result, axis)}")
+        result = name
+    exact = x.exact and exact_use and "sum" not in tail
+    return lines, Value(result, exact)
+
+
+TRANSPOSED_TAILS = ("", "{0}.sum(axis={1})", "{0}.max(axis={1}, keepdims=True)",
+                    "np.argmax({0}, axis={1})", "{0}.reshape(-1)", "{0}.T", "{0}[..., ::2]")
+
+
 def make_gather(b: Builder, env):
     x = b.pick(env, arrays=True, min_ndim=1)
     if x is None:
@@ -432,12 +463,12 @@ def _maker_pair(b: Builder, env):
 
 MAKERS = {"unary": make_unary, "binary": make_binary, "reduction": make_reduction,
           "movement": make_movement, "slice": make_slice, "split": make_split,
-          "gather": make_gather,
+          "transposed": make_transposed, "gather": make_gather,
           "matmul": make_matmul, "where": make_where, "cast": make_cast, "clip": make_clip,
           "inplace_intermediate": make_inplace_intermediate,
           "inplace_argument": make_inplace_argument, "branch": make_branch}
 WEIGHTS = {"unary": 3, "binary": 5, "reduction": 3, "movement": 3, "slice": 2, "split": 1,
-           "gather": 1,
+           "transposed": 1, "gather": 1,
            "matmul": 1, "where": 1, "cast": 1, "clip": 1, "inplace_intermediate": 1,
            "inplace_argument": 1, "branch": 1}
 _WEIGHTED = tuple(name for name, weight in WEIGHTS.items() for _ in range(weight))
