@@ -201,18 +201,18 @@ def test_column_reductions_in_chunks_of_columns(op, dtype, columns):
 
 
 @pytest.mark.parametrize("rows", [1, 255, 256, 257, 1000])
-@pytest.mark.parametrize("shape_of", [lambda r: (r, 300), lambda r: (r, 3, 300)],
-                         ids=["2d", "3d"])
-def test_float32_column_sums_add_blocks_of_rows_in_float32(rows, shape_of):
+@pytest.mark.parametrize("shape_of, axes", [
+    (lambda r: (r, 300), (0,)), (lambda r: (r, 3, 300), (0, 1)), (lambda r: (3, r, 40), (1,))],
+    ids=["2d", "3d", "3d_middle"])
+def test_float32_column_sums_add_blocks_of_rows_in_float32(rows, shape_of, axes):
     # Blocks of 256 rows add in float32, the blocks in float64: the error bound is that of a
     # recursive float32 sum of one block, not of every row as in NumPy's column sum.
     shape = shape_of(rows)
     x = np.random.default_rng(rows).uniform(-1.0, 2.0, shape).astype(np.float32)
-    axes = tuple(range(len(shape) - 1))
     kernel = build_kernel(reduce_node("sum", np.float32, axes, False, shape=shape))
     assert "blocks of 256 rows" in kernel.source
     exact = x.sum(axis=axes, dtype=np.float64)
-    terms = min(rows, 256) * int(np.prod(shape[1:-1]))    # float32 adds in one block
+    terms = min(rows, 256) * int(np.prod([shape[a] for a in axes])) // rows   # one block
     bound = (terms + 1) * 2.0**-24 * np.abs(x).sum(axis=axes, dtype=np.float64)
     for parallel in (False, True):
         got = kernel(x, parallel=parallel)[0]
