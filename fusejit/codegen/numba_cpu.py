@@ -234,13 +234,15 @@ class _Emitter:
         nodes = self._closure(wanted, stored)
         used = wanted | {v for node in nodes for v in node.inputs}
         loaded = [var for var in self.scratch if var in stored and var in used]
+        arg_blocked = [r for r in reduces if not plan.zero_d
+                       and reductions.block_arg(r, len(plan.reduced_dims))]
+        blocked = arg_blocked + [r for r in reduces
+                                 if not plan.zero_d and reductions.blocked(r)]
         lines = [INDENT + line for r in reduces
-                 for line in reductions.init_lines(r, self.acc_names[r])]
+                 for line in reductions.init_lines(r, self.acc_names[r], r in arg_blocked)]
         saved = [var for var, stored_in in self.scratch.items() if stored_in == number]
         rows, element = self.element_lines(nodes, stores, loaded, saved)
         computed = list(element)
-        blocked = [r for r in reduces if not plan.zero_d and (
-            reductions.blocked(r) or (reductions.block_arg(r) and len(plan.reduced_dims) == 1))]
         blocks = [reductions.block_lines(r, self.ref(r.inputs[0]), self.acc_names[r])
                   for r in blocked]
         element += [INDENT + line for _, update, _ in blocks for line in update]
@@ -250,10 +252,9 @@ class _Emitter:
                     r, self.ref(r.inputs[0]), self.acc_names[r])]
         lines += self.nest(plan.reduced_dims, element, first=False, before_inner=rows,
                            blocks=blocks)
-        for r in blocked:
-            if r.op in ("argmax", "argmin"):
-                lines += reductions.arg_rescan_lines(r, self.ref(r.inputs[0]), self.acc_names[r],
-                                                     plan.reduced_dims[-1], computed, INDENT)
+        for r in arg_blocked:
+            lines += reductions.arg_rescan_lines(r, self.ref(r.inputs[0]), self.acc_names[r],
+                                                 plan.reduced_dims[-1], computed, INDENT)
         for r in reduces:
             lines.append(f"{INDENT}{self.names[r.out]} = "
                          f"{reductions.final_expr(r, self.acc_names[r])}")

@@ -95,14 +95,20 @@ def _sinking(graph: Graph, layout: dict) -> set[Node]:
 
 
 def _takes_transposed(user: Node, sinking: set[Node]) -> bool:
-    if user.op in ORDER_FREE or user.op == "matmul":
+    if _reduces_any_order(user) or user.op == "matmul":
         return True
     opdef = ops.REGISTRY.get(user.op)
     if opdef is not None and opdef.kind == ops.VIEW and user.op != "reshape":
         return True   # a view of a transposed array is a view too; a reshape may copy
-    if user.op in ("argmax", "argmin"):
-        return len(user.attr["axes"]) == 1
     return user in sinking
+
+
+def _reduces_any_order(node: Node) -> bool:
+    """A reduction whose result is the same whichever order its axes are walked in: argmax and
+    argmin over several axes give a flat index, which has one."""
+    if node.op in ("argmax", "argmin"):
+        return len(node.attr["axes"]) == 1
+    return node.op in ORDER_FREE
 
 
 def _perm_of(value, producers):
@@ -111,8 +117,7 @@ def _perm_of(value, producers):
 
 
 def _reduce_perm(node: Node, producers):
-    if node.op not in ORDER_FREE and not (
-            node.op in ("argmax", "argmin") and len(node.attr["axes"]) == 1):
+    if not _reduces_any_order(node):
         return None
     perm = _perm_of(node.inputs[0], producers)
     return perm if perm is not None and _moves_last_axis(perm) else None
