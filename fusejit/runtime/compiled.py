@@ -69,6 +69,7 @@ class CompiledFunction:
         self.static_argnames, self.max_traces = static_argnames, max_traces
         self.fastmath, self.cache = fastmath, cache
         self._signature = inspect.signature(fn)
+        self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}
         self._lock = threading.RLock()
         self._stats = dict(traces=0, hits=0, eager_calls=0, kernels_compiled=0,
@@ -82,9 +83,13 @@ class CompiledFunction:
 
     # -- the call path -------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        fn, args, kwargs, statics = self._split_static(args, kwargs)
+        if self.static_argnames:
+            fn, args, kwargs, statics = self._split_static(args, kwargs)
+            target = (self.target, statics)
+        else:
+            fn, target = self.fn, self._plain_target
         try:
-            key, leaves = make_key(args, kwargs, (self.target, statics))
+            key, leaves = make_key(args, kwargs, target)
         except UntraceableInput as exc:
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)

@@ -25,6 +25,11 @@ class CompiledEntry:
     hits: int = 0
 
     def run(self, leaves):
+        fast = self.fast_run
+        if fast is not None:
+            result = fast(leaves)  # raises GuardFailed before counting a hit
+            self.hits += 1
+            return result
         trace = self.trace
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
@@ -44,6 +49,15 @@ class CompiledEntry:
             return unflatten(trace.out_treedef, [values[leaf.index] for leaf in trace.out_leaves])
         return unflatten(trace.out_treedef,
                          [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves])
+
+    @functools.cached_property
+    def fast_run(self):
+        """``run`` as generated straight-line Python, for a trace with no captures, no writes
+        back and no attribute rebinding (most of them): one call per replay, no loops."""
+        trace = self.trace
+        if trace.captures or trace.mutations or trace.attr_writes:
+            return None
+        return _straight_run(trace, self.program)
 
     @functools.cached_property
     def plain_outputs(self) -> bool:
@@ -79,6 +93,46 @@ class TraceTree:
                 self.replay_errors += 1
                 return MISS
         return MISS
+
+
+def _straight_run(trace: Trace, program: Program):
+    lines = ["def fast_run(leaves):"]
+    inputs = []
+    for position, index in enumerate(trace.arg_leaves):
+        lines += [f"    a{position} = leaves[{index}]",
+                  f"    if type(a{position}) is not ndarray: a{position} = as_array(a{position})"]
+        inputs.append(f"a{position}")
+    lines.append(f"    values = run([{', '.join(inputs)}])")
+    names = dict(ndarray=np.ndarray, as_array=_as_array, run=program.run, unflatten=unflatten,
+                 treedef=trace.out_treedef)
+    results = [_output_expression(leaf, position, names)
+               for position, leaf in enumerate(trace.out_leaves)]
+    treedef = trace.out_treedef
+    if treedef.flat_tuple and len(results) == len(treedef.children):
+        lines.append(f"    return ({''.join(r + ', ' for r in results)})")
+    elif treedef.kind == "leaf" and len(results) == 1:
+        lines.append(f"    return {results[0]}")
+    else:
+        lines.append(f"    return unflatten(treedef, [{', '.join(results)}])")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<fusejit entry of {program.graph.name}>", "exec"), names)  # noqa: S102
+    return names["fast_run"]
+
+
+def _output_expression(leaf, position: int, names: dict) -> str:
+    """What ``_output`` computes for this leaf, as an expression over ``values``/``leaves``."""
+    if leaf.kind == "arg":
+        return f"leaves[{leaf.index}]"
+    if leaf.kind == "const":
+        names[f"const{position}"] = leaf.const
+        copy = ".copy()" if isinstance(leaf.const, np.ndarray) else ""
+        return f"const{position}{copy}"
+    value = f"values[{leaf.index}]"
+    if leaf.pyfloat:
+        return f"float({value})"
+    if getattr(leaf, "pyint", False):
+        return f"int({value})"
+    return f"{value}[()]" if leaf.scalar else value
 
 
 def _as_array(leaf):

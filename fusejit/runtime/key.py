@@ -42,8 +42,14 @@ def check_dtype(signature) -> None:
 
 
 def make_key(args, kwargs, target):
-    if not kwargs and all(type(a) is np.ndarray for a in args):  # the common case, fast
-        return ("arrays", tuple((a.shape, a.dtype) for a in args), target), args
+    if not kwargs:  # the common case, positional arrays only: no flattening
+        signature = []
+        for a in args:
+            if type(a) is not np.ndarray:
+                break
+            signature.append((a.shape, a.dtype))
+        else:
+            return ("arrays", tuple(signature), target), args
     leaves, treedef = flatten((args, kwargs))
     key = (treedef, tuple(leaf_signature(leaf) for leaf in leaves), target)
     return key, leaves

@@ -125,7 +125,7 @@ def straight_line(program: Program):
     lines += [f"    s{slot} = constant{slot}" for slot in program.constants]
     names.update({f"constant{slot}": value for slot, value in program.constants.items()})
     for index, step in enumerate(program.steps):
-        names[f"step{index}"] = step.fn
+        names[f"step{index}"] = getattr(step.fn, "fast_call", step.fn)
         args = ", ".join(f"s{i}" for i in step.inputs)
         if step.in_arena:
             args += f", out=arena.views({index})"

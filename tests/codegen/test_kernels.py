@@ -1,6 +1,7 @@
 """CompiledKernel behaviour: broadcasting, strided and 0-d inputs, reuse across shapes, the
 source file cache, the parallel variant, and fused graphs run end to end."""
 import numpy as np
+import pytest
 from codegen_helpers import check_kernel, fused_node
 
 from fusejit import config
@@ -85,6 +86,36 @@ def test_preallocated_outputs_may_leave_some_to_the_kernel():
         assert (got_exp is held) == (out[0] is held) and got_sum.shape == ()
         np.testing.assert_allclose(got_exp, np.exp(x), rtol=1e-15)
         np.testing.assert_allclose(got_sum, x.sum(), rtol=1e-15)
+
+
+def test_fast_call_coerces_checks_and_writes_into_given_outputs():
+    node = affine_tanh((4, 5), (4, 1))
+    kernel = build_kernel(node)
+    x, y = np.linspace(-1, 1, 20, dtype=F32).reshape(4, 5), np.ones((4, 1), F32)
+    (want,) = kernel(x, y, np.array(0.5, F32), parallel=False)
+    for z in (np.array(0.5, F32), np.float32(0.5), 0.5):  # 0-d, NumPy scalar, Python float
+        (got,) = kernel.fast_call(x, y, z)
+        np.testing.assert_array_equal(got, want)
+    (got,) = kernel.fast_call(x.tolist(), y, 0.5)        # a list is converted, as by __call__
+    np.testing.assert_array_equal(got, want)
+    held = np.empty((4, 5), F32)
+    assert kernel.fast_call(x, y, 0.5, out=(held,))[0] is held
+    np.testing.assert_array_equal(held, want)
+    (allocated,) = kernel.fast_call(x, y, 0.5, out=[None])  # a list: None entries allocated
+    np.testing.assert_array_equal(allocated, want)
+    with pytest.raises(ValueError, match=r"shape \(5, 4\), expected \(4, 5\)"):
+        kernel.fast_call(x.T, y, 0.5)
+
+
+def test_fast_call_of_a_zero_d_result_returns_a_zero_d_array():
+    node = fused_node([((4, 5), np.float64)], lambda emit, x: [
+        emit("sum", emit("exp", x), axes=(0, 1), keepdims=False)], kind="reduce")
+    kernel = build_kernel(node)
+    x = np.arange(20.0).reshape(4, 5) / 20
+    for out in (None, (np.empty(()),), [None]):
+        (got,) = kernel.fast_call(x, out=out)
+        assert got.shape == () and got.dtype == np.float64
+        np.testing.assert_allclose(got, np.exp(x).sum(), rtol=1e-14)
 
 
 def test_fused_graph_runs_end_to_end():

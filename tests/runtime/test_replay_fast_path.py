@@ -1,0 +1,87 @@
+"""The replay fast path (generated straight-line entry and kernel calls) returns what eager NumPy
+returns: every kind of output leaf, arguments passed through, and the cases it hands back to
+the general path (writes back to arguments, guards)."""
+import numpy as np
+
+import fusejit
+from tests.oracle import assert_same
+
+
+def entry_of(compiled):
+    (tree,) = compiled._entries.values()
+    (path,) = tree.paths
+    return path
+
+
+def replayed(compiled, *args):
+    """The second call's result (the first traces), after checking it took the replay."""
+    compiled(*args)
+    hits = compiled.cache_info()["hits"]
+    result = compiled(*args)
+    assert compiled.cache_info()["hits"] == hits + 1
+    return result
+
+
+def test_every_output_leaf_kind_comes_back_as_eager_numpy_gives_it():
+    table = np.arange(3.0)
+
+    def body(x, y):
+        total = x.sum()
+        return {"passed": x, "table": table, "total": total, "mean": float(total) / x.size,
+                "pair": (np.tanh(x) * y, (x * 2).argmax(axis=1)), "label": "ok", "n": 3}
+
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    y = np.float32(0.5)
+    compiled = fusejit.compile(body)
+    result = replayed(compiled, x, y)
+    assert entry_of(compiled).fast_run is not None
+    assert_same(body(x, y), result)
+    assert result["passed"] is x
+    result["table"][0] = 99.0                 # a constant output is a fresh copy per call
+    assert compiled(x, y)["table"][0] == 0.0
+
+
+def test_a_single_array_and_a_flat_tuple_of_arrays():
+    x = np.linspace(-2, 2, 24).reshape(4, 6)
+    for body in (lambda a: np.exp(a) + 1, lambda a: (np.exp(a), a - a.max(axis=0)),
+                 lambda a: [a * 2]):
+        compiled = fusejit.compile(body)
+        assert_same(body(x), replayed(compiled, x))
+        assert entry_of(compiled).fast_run is not None
+
+
+def test_list_and_scalar_arguments_are_converted_as_on_the_general_path():
+    def body(x, scale):
+        return x * scale + 1
+
+    compiled = fusejit.compile(body)
+    x = np.ones((3, 4))
+    assert_same(body(x, 2.0), replayed(compiled, x, 2.0))
+    assert_same(body(x, 3.0), compiled(x, 3.0))  # a Python float is a traced weak scalar
+
+
+def test_writes_back_to_arguments_take_the_general_path():
+    def body(x):
+        x[0] = np.exp(x[0])
+        return x.sum()
+
+    compiled = fusejit.compile(body)
+    x = np.linspace(0, 1, 12).reshape(3, 4)
+    eager, mine = x.copy(), x.copy()
+    compiled(mine.copy())
+    want, got = body(eager), compiled(mine)
+    assert entry_of(compiled).fast_run is None
+    assert_same(want, got)
+    np.testing.assert_allclose(mine, eager, rtol=1e-15)
+
+
+def test_a_guarded_branch_still_picks_its_path_on_replay():
+    def body(x):
+        return np.exp(x) if x.sum() > 0 else -x
+
+    compiled = fusejit.compile(body)
+    up, down = np.ones((2, 3)), -np.ones((2, 3))
+    for x in (up, down, up, down):
+        assert_same(body(x), compiled(x))
+    (tree,) = compiled._entries.values()
+    assert [path.hits for path in tree.paths] == [1, 1]  # a failed guard is not a hit
