@@ -8,10 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import Graph, Node, Var, ops
-
-# Measured on 2 cores: below ~1M elements, waking the OpenMP threads costs more than the
-# second core saves (a 295K-element bias add: 0.48 ms parallel, 0.26 ms serial).
-PARALLEL_MIN_ELEMENTS = 2 ** 20
+from .work import runs_parallel
 
 
 @dataclass
@@ -183,10 +180,10 @@ class CompiledKernel:
     ``__call__(*inputs, out=None, parallel=None)`` returns a tuple of arrays; ``out`` may give
     preallocated outputs (the runtime's arena: a tuple of arrays, or a list whose None entries
     are allocated here);
-    ``parallel=None`` picks the ``prange`` variant when the iteration space has at least
-    ``PARALLEL_MIN_ELEMENTS`` elements. The row variant runs first; it declines (returns False)
-    when an operand's last axis is not unit-stride, and the strided variant runs instead
-    (``numba_cpu``).
+    ``parallel=None`` picks the ``prange`` variant when the kernel's estimated serial time
+    pays for waking the threads (``work.runs_parallel``). The row variant runs first; it
+    declines (returns False) when an operand's last axis is not unit-stride, and the strided
+    variant runs instead (``numba_cpu``).
     """
 
     def __init__(self, name, key, source, source_ops, module, plan: KernelPlan, node: Node):
@@ -195,7 +192,7 @@ class CompiledKernel:
         self.out_types = tuple(v.type for v in node.outputs)
         self.in_shapes = tuple(v.type.shape for v in node.inputs)
         self.sizes = tuple(int(d) for d in plan.space_shape)
-        self._large = int(np.prod(self.sizes)) >= PARALLEL_MIN_ELEMENTS
+        self._parallel = runs_parallel(plan, node.attr["body"])
         self._out_specs = tuple((t.shape or (1,), t.shape, t.dtype) for t in self.out_types)
         self._allocs = tuple((padded, dtype) for padded, _, dtype in self._out_specs)
         self._zero_d_out = any(not shape for _, shape, _ in self._out_specs)
@@ -223,7 +220,7 @@ class CompiledKernel:
                          zip(views, self._out_specs, strict=True))
         else:
             outs = views = tuple([np.empty(shape, dtype) for shape, dtype in self._allocs])
-        rows, strided = self._variants[self._large if parallel is None else bool(parallel)]
+        rows, strided = self._variants[self._parallel if parallel is None else bool(parallel)]
         if not rows(*self.sizes, *arrays, *views):
             strided(*self.sizes, *arrays, *views)
         return outs
@@ -269,7 +266,7 @@ def _specialize(kernel: CompiledKernel):
     inputs = [f"in{j}" for j in range(len(kernel.in_shapes))]
     outs = [f"o{k}" for k in range(len(kernel.out_types))]
     names = dict(ndarray=np.ndarray, empty=np.empty, coerce=_as_kernel_array, kernel=kernel)
-    names["rows"], names["strided"] = kernel._variants[kernel._large]
+    names["rows"], names["strided"] = kernel._variants[kernel._parallel]
     lines = [f"def fast_call({', '.join(inputs)}, out=None):", "    if out is None:"]
     for name, (alloc, _, dtype) in zip(outs, kernel._out_specs, strict=True):
         names[f"dtype_{name}"] = dtype
