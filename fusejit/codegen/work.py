@@ -6,20 +6,21 @@ about 50 us to wake the OpenMP workers (they sleep between kernels, ``OMP_WAIT_P
 then two threads halve the rest. So parallel pays once the serial loop takes more than about
 100 us, and that depends on the work per element, not only on the element count:
 
-=====================  ==============  ===================================
-kernel                 serial ns/elem  faster variant (serial vs parallel)
-=====================  ==============  ===================================
-float32 ``x + 1``      0.09            serial at 1M elements (94 vs 143 us)
-float32 row sum        0.05            serial at 1M (55 vs 79 us)
-float32 layernorm      0.19            level at 1M (199 vs 190 us)
-float32 exp            0.32            parallel from 512K (167 vs 134 us)
-float32 softmax        0.52            parallel from 256K (136 vs 117 us)
-float32 tanh-GELU      0.54            parallel from 256K (142 vs 125 us)
-float32 ``x + 1``      0.12-0.19       parallel at 2M (243 vs 184 us), 4M (779 vs 312)
-float64 ``x + 1``      0.19            level at 512K (99 vs 104 us)
-float64 exp            1.25            serial at 64K (84 vs 123 us), parallel at 256K
-float64 tanh           2.35            parallel from 64K (154 vs 126 us)
-=====================  ==============  ===================================
+==================  ==============  =========================================================
+kernel              serial ns/elem  faster variant (serial vs parallel)
+==================  ==============  =========================================================
+float32 ``x + 1``   0.09            serial at 1M elements (94 vs 143 us)
+float32 row sum     0.05            serial at 1M (55 vs 79 us)
+float32 layernorm   0.19            level at 1M (199 vs 190 us)
+float32 exp         0.32            parallel from 512K (167 vs 134 us)
+float32 softmax     0.52            parallel from 256K (136 vs 117 us)
+float32 tanh-GELU   0.54            parallel from 256K (142 vs 125 us)
+float32 ``x + 1``   0.12-0.19       parallel at 2M (243 vs 184 us), 4M (779 vs 312)
+float64 ``x + 1``   0.19            level at 512K (99 vs 104 us)
+float64 exp         1.25            serial at 64K (84 vs 123 us), parallel at 256K
+float64 tanh        2.35            parallel from 64K (154 vs 126 us)
+float32 row argmax  0.08            serial at 512K (44 vs 71 us), parallel at 2M (170 vs 124)
+==================  ==============  =========================================================
 
 The estimate adds, per element of the iteration space, the cost of each op evaluated per
 element (``OP_NS``, measured serially per op) and of each full-size operand read or written.
@@ -38,6 +39,7 @@ ARITHMETIC_NS = MEMORY_NS = (0.025, 0.05)
 OP_NS = {
     **dict.fromkeys(("div", "reciprocal", "mod", "floordiv"), (0.05, 0.15)),
     **dict.fromkeys(("sqrt", "rsqrt"), (0.1, 0.35)),
+    **dict.fromkeys(("argmax", "argmin"), (0.06, 0.08)),   # blocks, then a scan of the best
     "exp": (0.2, 1.0), "expm1": (0.3, 1.5), "log": (0.4, 1.1), "log1p": (0.4, 1.1),
     "sigmoid": (0.3, 1.2), "tanh": (0.25, 2.1), "erf": (3.8, 3.6),
     "sin": (0.3, 11.0), "cos": (0.3, 11.0),

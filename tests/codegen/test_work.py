@@ -27,6 +27,11 @@ def softmax(shape, dtype):
     return fused_node([(shape, dtype)], body, kind="reduce")
 
 
+def row_argmax(shape, dtype):
+    return fused_node([(shape, dtype)], lambda emit, x: [
+        emit("argmax", x, axes=(1,), keepdims=False)], kind="reduce")
+
+
 def parallel(node) -> bool:
     body = node.attr["body"]
     return runs_parallel(plan_kernel(body), body)
@@ -43,6 +48,8 @@ def parallel(node) -> bool:
     (unary("tanh", (32, 512), F64), False),
     (softmax((1024, 512), F32), True),        # 270 us serial, 182 parallel
     (softmax((128, 512), F32), False),
+    (row_argmax((2048, 1024), F32), True),    # 170 us serial, 124 parallel
+    (row_argmax((512, 1024), F32), False),    # 44 us serial, 71 parallel
 ])
 def test_parallel_once_the_serial_loop_outweighs_waking_the_workers(node, expected):
     assert parallel(node) is expected
