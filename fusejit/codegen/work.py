@@ -41,7 +41,7 @@ OP_NS = {
     **dict.fromkeys(("sqrt", "rsqrt"), (0.1, 0.35)),
     **dict.fromkeys(("argmax", "argmin"), (0.06, 0.08)),   # blocks, then a scan of the best
     "exp": (0.2, 1.0), "expm1": (0.3, 1.5), "log": (0.4, 1.1), "log1p": (0.4, 1.1),
-    "sigmoid": (0.3, 1.2), "tanh": (0.25, 2.1), "erf": (3.8, 3.6),
+    "sigmoid": (0.3, 1.2), "tanh": (0.25, 2.1), "erf": (0.8, 3.6),
     "sin": (0.3, 11.0), "cos": (0.3, 11.0),
     # one scalar libm call per element (on the CPU these usually run as NumPy ufuncs instead)
     **dict.fromkeys(("tan", "sinh", "cosh", "arctan", "arctan2", "log2", "log10", "pow"),

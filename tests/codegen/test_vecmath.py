@@ -190,3 +190,12 @@ def test_float32_log_and_log1p_on_every_97th_positive_float():
     positive = np.arange(0, 0x7F800001, 97, dtype=np.uint32).view(np.float32)
     assert check("log", positive) <= MAX_ULP
     assert check("log1p", np.concatenate([positive, -positive[positive < 1.0]])) <= MAX_ULP
+
+
+def test_float32_erf_on_every_97th_float_below_4_5():
+    # Both signs, subnormals included (22M values): the Taylor-like piece below 1, the erfcx
+    # piece on [1, 4) with its split x*x, and the saturation to +-1 from 4 on.
+    top = np.array([4.5], np.float32).view(np.uint32)[0]
+    positive = np.arange(0, top, 97, dtype=np.uint32).view(np.float32)
+    edges = _around([1.0, 4.0, 3.9])
+    assert check("erf", np.concatenate([positive, -positive, edges, -edges])) <= MAX_ULP
