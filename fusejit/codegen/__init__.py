@@ -26,31 +26,34 @@ from .numba_cpu import generate_source
 __all__ = ["CompiledKernel", "KernelPlan", "build_kernel", "kernel_source", "kernel_stats"]
 
 
-def build_kernel(node: Node, target: str = "cpu") -> CompiledKernel:
-    """Generate, cache and import the kernel for a ``fused`` node."""
+def build_kernel(node: Node, target: str = "cpu", in_place=()) -> CompiledKernel:
+    """Generate, cache and import the kernel for a ``fused`` node. ``in_place``: (output,
+    input) positions of outputs the kernel writes over that input (elementwise kernels only;
+    ``plan_memory.in_place_outputs``)."""
     if node.op != "fused":
         raise ValueError(f"build_kernel takes a fused node, got {node.op!r}")
     if target != "cpu":
         raise NotImplementedError(f"target {target!r}: only the Numba CPU backend exists yet")
-    file_source, plan = kernel_source(node)
+    file_source, plan = kernel_source(node, in_place)
     key = source_cache.source_key(file_source)
     module = source_cache.load_module(key, file_source)
     source_ops = [(n.op, n.loc) for n in node.attr["body"].nodes]
     header = _header(node, plan, key, source_ops)
-    return CompiledKernel(_name(node), key, header + file_source, source_ops, module, plan, node)
+    return CompiledKernel(_name(node), key, header + file_source, source_ops, module, plan, node,
+                          in_place)
 
 
-def kernel_source(node: Node) -> tuple[str, KernelPlan]:
+def kernel_source(node: Node, in_place=()) -> tuple[str, KernelPlan]:
     """The structural file source (what the key hashes) and the plan for a fused node.
 
     Identical bodies (the same kernel in each of 12 transformer layers) are generated once:
     the source is remembered under the body's exact structure, shapes included. The plan is
     always rebuilt: it refers to this body's own Vars."""
     body = node.attr["body"]
-    key = _structure_key(body)
+    key = _structure_key(body), tuple(in_place)
     source = _SOURCES.get(key)
     if source is None:
-        source, plan = generate_source(body)
+        source, plan = generate_source(body, in_place)
         if len(_SOURCES) >= _SOURCES_MAX:
             _SOURCES.pop(next(iter(_SOURCES)))
         _SOURCES[key] = source

@@ -183,10 +183,12 @@ class CompiledKernel:
     ``parallel=None`` picks the ``prange`` variant when the kernel's estimated serial time
     pays for waking the threads (``work.runs_parallel``). The row variant runs first; it
     declines (returns False) when an operand's last axis is not unit-stride, and the strided
-    variant runs instead (``numba_cpu``).
+    variant runs instead (``numba_cpu``). An output written in place (``in_place``: pairs of
+    output and input positions) is that input's array, whatever ``out`` holds for it.
     """
 
-    def __init__(self, name, key, source, source_ops, module, plan: KernelPlan, node: Node):
+    def __init__(self, name, key, source, source_ops, module, plan: KernelPlan, node: Node,
+                 in_place=()):
         self.name, self.key, self.source, self.source_ops = name, key, source, source_ops
         self.module, self.plan = module, plan
         self.out_types = tuple(v.type for v in node.outputs)
@@ -196,6 +198,7 @@ class CompiledKernel:
         self._out_specs = tuple((t.shape or (1,), t.shape, t.dtype) for t in self.out_types)
         self._allocs = tuple((padded, dtype) for padded, _, dtype in self._out_specs)
         self._zero_d_out = any(not shape for _, shape, _ in self._out_specs)
+        self.in_place = dict(in_place)   # output position -> input position
         self._variants = {False: (module.kernel_serial, module.strided_serial),
                           True: (module.kernel_parallel, module.strided_parallel)}
 
@@ -220,10 +223,18 @@ class CompiledKernel:
                          zip(views, self._out_specs, strict=True))
         else:
             outs = views = tuple([np.empty(shape, dtype) for shape, dtype in self._allocs])
+        if self.in_place:
+            outs, views = self._take_over(arrays, outs, views)
         rows, strided = self._variants[self._parallel if parallel is None else bool(parallel)]
         if not rows(*self.sizes, *arrays, *views):
             strided(*self.sizes, *arrays, *views)
         return outs
+
+    def _take_over(self, arrays, outs, views) -> tuple[tuple, list]:
+        """In-place outputs become their input arrays and leave the kernel's parameters."""
+        over = self.in_place
+        outs = tuple(arrays[over[k]] if k in over else o for k, o in enumerate(outs))
+        return outs, [v for k, v in enumerate(views) if k not in over]
 
     def _complete(self, out) -> tuple:
         """``out`` (a list) with a new array for each None (an output the caller will see)."""
@@ -281,7 +292,12 @@ def _specialize(kernel: CompiledKernel):
         shape = tuple(shape)
         check = f"type({name}) is not ndarray or {name}.shape != {shape!r}" if shape else "True"
         lines.append(f"    if {check}: {name} = coerce({name}, {shape!r})")
-    call = ", ".join([str(n) for n in kernel.sizes] + inputs + outs)
+    if kernel.in_place:  # the outputs written in place are their input arrays
+        results = [f"in{kernel.in_place[k]}" if k in kernel.in_place else o
+                   for k, o in enumerate(outs)]
+        lines.append(f"    result = ({', '.join(results)},)")
+    params = [o for k, o in enumerate(outs) if k not in kernel.in_place]
+    call = ", ".join([str(n) for n in kernel.sizes] + inputs + params)
     lines += [f"    if not rows({call}):", f"        strided({call})", "    return result"]
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<fusejit call of {kernel.name}>", "exec"), names)  # noqa: S102

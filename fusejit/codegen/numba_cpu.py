@@ -33,18 +33,26 @@ INDENT = "    "
 DECORATOR = '@numba.njit(cache=True, error_model="numpy", fastmath=False{extra})'
 
 
-def generate_source(body: Graph) -> tuple[str, KernelPlan]:
-    """The module source for ``body`` (no names, no shapes, no source lines) and its plan."""
+def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
+    """The module source for ``body`` (no names, no shapes, no source lines) and its plan.
+
+    ``in_place``: (output, input) positions; such an output has no parameter and is stored
+    into the input's array, which LLVM then sees as one pointer read and written at the same
+    index (two parameters that alias would fail its overlap check and run a scalar loop)."""
     plan = plan_kernel(body)
-    params = ", ".join(plan.size_names + plan.input_names + plan.output_names)
-    text = [_file_header(plan), "import numba", "import numpy as np", "",
+    if in_place and plan.reduce is not None:
+        raise ValueError(f"{body.name}: only elementwise kernels write in place")
+    over = dict(in_place)
+    outputs = [name for k, name in enumerate(plan.output_names) if k not in over]
+    params = ", ".join(plan.size_names + plan.input_names + outputs)
+    text = [_file_header(plan, over), "import numba", "import numpy as np", "",
             "from fusejit.codegen.prelude import *  # noqa: F403", "", ""]
     # A rank-1 elementwise space has no loop to hold the rows but the prange itself, and
     # Numba's parfor loses stores through a row hoisted above it; 1-d views that are
     # unit-stride are C-contiguous already, so they gain nothing from rows anyway.
-    row_emitter = _Emitter(plan, body, rows=plan.reduce is not None or plan.rank > 1)
+    row_emitter = _Emitter(plan, body, rows=plan.reduce is not None or plan.rank > 1, over=over)
     row_lines = _loop_lines(row_emitter)
-    strided_lines = _loop_lines(_Emitter(plan, body, rows=False))
+    strided_lines = _loop_lines(_Emitter(plan, body, rows=False, over=over))
     if not row_emitter.row_arrays:  # no array walked along its last axis: one variant
         text += _functions("kernel", params, strided_lines, plan)
         return "\n".join(text + _aliases("strided", "kernel")).rstrip() + "\n", plan
@@ -74,10 +82,11 @@ def _aliases(alias: str, target: str) -> list[str]:
     return ["", f"{alias}_serial = {target}_serial", f"{alias}_parallel = {target}_parallel", ""]
 
 
-def _file_header(plan: KernelPlan) -> str:
+def _file_header(plan: KernelPlan, over: dict[int, int]) -> str:
     dims = " ".join(plan.loop_dims_text())
-    return (f"# fusejit kernel (generated): target=cpu kind={plan.kind} "
+    text = (f"# fusejit kernel (generated): target=cpu kind={plan.kind} "
             f"rank={plan.rank} loops=[{dims}]")
+    return text + "".join(f"\n# out{k} is written in place over in{j}" for k, j in over.items())
 
 
 # -- loops --------------------------------------------------------------------------------------
@@ -111,8 +120,9 @@ class _Emitter:
     """Turns body nodes into scalar statements: per element of the space (inner) or once per
     row / output element (outer)."""
 
-    def __init__(self, plan: KernelPlan, body: Graph, rows: bool):
+    def __init__(self, plan: KernelPlan, body: Graph, rows: bool, over=None):
         self.plan, self.body, self.rows = plan, body, rows
+        self.over = over or {}   # output position -> the input position it is stored into
         self.row_arrays: set[str] = set()   # arrays read or written through ``crow`` rows
         self.names: dict[Var, str] = {}
         self.outer_loaded: set[int] = set()
@@ -390,7 +400,8 @@ class _Emitter:
         lines += [f"{INDENT}s_{self.names[var]}[{index}] = {self.names[var]}" for var in saved]
         for k in stores:
             var = self.body.outputs[k]
-            access = self.access(f"out{k}", var.type.shape, shape, exprs, rows)
+            array = f"in{self.over[k]}" if k in self.over else f"out{k}"
+            access = self.access(array, var.type.shape, shape, exprs, rows)
             lines.append(f"{INDENT}{access} = {self.ref(var)}")
         return list(rows.values()), lines
 

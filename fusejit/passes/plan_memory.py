@@ -3,11 +3,16 @@ each buffer after its last use, and the same figure for eager NumPy on the unfus
 
 Views own no memory: they keep their root buffer alive. Graph inputs belong to the caller and
 are never freed or counted. Buffers are given offsets in one arena (first fit); two buffers that
-are live at the same step never overlap.
+are live at the same step never overlap, except that an elementwise kernel writes its output in
+place over an input of the same shape and dtype that dies there (``in_place_outputs``).
 """
 from __future__ import annotations
 
-from ..ir import Graph, Node, Var
+from collections.abc import Callable
+
+import numpy as np
+
+from ..ir import Graph, Node, Var, ops
 from .manager import PassResult, register_pass
 from .rewrite import is_view
 
@@ -54,21 +59,91 @@ def peak_bytes(spans: dict[Var, tuple[int, int]]) -> int:
     return peak
 
 
-def assign_offsets(spans: dict[Var, tuple[int, int]], align: int = 1) -> dict[Var, int]:
+def assign_offsets(spans: dict[Var, tuple[int, int]], align: int = 1,
+                   donors: dict[Var, Var] | None = None) -> dict[Var, int]:
     """First fit, in order of definition: each buffer takes the lowest offset (a multiple of
-    ``align``) that overlaps no buffer live at the same time."""
+    ``align``) that overlaps no buffer live at the same time; an output written in place takes
+    its donor's offset (the donor is live up to that step, so nothing else was placed there)."""
+    donors = donors or {}
     offsets: dict[Var, int] = {}
     placed: list[tuple[int, int, int, int]] = []   # (start, end, low, high) of placed buffers
     for var, (start, end) in sorted(spans.items(), key=lambda item: (item[1][0], item[0].uid)):
-        busy = sorted((low, high) for s, e, low, high in placed if s <= end and start <= e)
-        offset, nbytes = 0, var.type.nbytes
-        for low, high in busy:
-            if offset + nbytes <= low:
-                break
-            offset = max(offset, -(-high // align) * align)
+        nbytes = var.type.nbytes
+        offset = offsets.get(donors.get(var))
+        if offset is None:
+            offset = _first_fit(placed, start, end, nbytes, align)
         offsets[var] = offset
         placed.append((start, end, offset, offset + nbytes))
     return offsets
+
+
+def _first_fit(placed, start: int, end: int, nbytes: int, align: int) -> int:
+    busy = sorted((low, high) for s, e, low, high in placed if s <= end and start <= e)
+    offset = 0
+    for low, high in busy:
+        if offset + nbytes <= low:
+            break
+        offset = max(offset, -(-high // align) * align)
+    return offset
+
+
+# ops whose outputs are new buffers (kernel outputs, BLAS products, concatenations)
+FRESH_OPS = ("fused", "matmul", "concatenate")
+
+
+def in_place_outputs(graph: Graph, allowed: Callable[[Var, Var], bool] = lambda out, donor: True
+                     ) -> dict[Var, Var]:
+    """Elementwise kernel outputs that take over an input's buffer: output -> donor.
+
+    The donor is a new buffer of a kernel, matmul or concatenate (never the caller's, never
+    handed to an opaque NumPy call that may keep a view of it), read last by this kernel and
+    only as that one operand, with the output's shape and dtype. Every element is read into a
+    local before its results are stored, so the kernel may overwrite it (``numba_cpu``)."""
+    fresh = {v for node in graph.nodes if node.op in FRESH_OPS for v in node.outputs}
+    handed_out = {v for node in graph.nodes if node.op == "host" for v in node.inputs}
+    last = last_uses(graph)
+    roots = _roots(graph)
+    donors: dict[Var, Var] = {}
+    for index, node in enumerate(graph.nodes):
+        space = _elementwise_space(node.attr["body"]) if node.op == "fused" else None
+        if space is None:
+            continue
+        taken = set()
+        for out in node.outputs:
+            donor = next((v for v in node.inputs if isinstance(v, Var) and v in fresh
+                          and v not in taken
+                          and v not in handed_out and last[v] == index
+                          and v.type.shape == out.type.shape == space and out.type.ndim
+                          and v.type.dtype == out.type.dtype and _read_once(node, v, roots)
+                          and allowed(out, v)), None)
+            if donor is not None:
+                donors[out] = donor
+                taken.add(donor)
+    return donors
+
+
+def _elementwise_space(body: Graph) -> tuple | None:
+    """An elementwise kernel's iteration space (an output smaller than it is stored more than
+    once, so it may not overwrite what it reads); None for a reduction kernel."""
+    if any(node.op in ops.REDUCE_OPS for node in body.nodes):
+        return None
+    return tuple(np.broadcast_shapes(*(v.type.shape for n in body.nodes for v in n.outputs)))
+
+
+def _roots(graph: Graph) -> dict[Var, Var]:
+    parents = view_parents(graph)
+    roots = {}
+    for var in parents:
+        root = var
+        while root in parents:
+            root = parents[root]
+        roots[var] = root
+    return roots
+
+
+def _read_once(node: Node, donor: Var, roots: dict[Var, Var]) -> bool:
+    """The kernel reads the donor's memory through this one operand (no view of it too)."""
+    return sum(v is donor or roots.get(v) is donor for v in node.inputs) == 1
 
 
 def unfused(graph: Graph) -> Graph:
@@ -102,12 +177,22 @@ def _inline(fused: Node) -> list[Node]:
     return nodes
 
 
+def donated_spans(spans: dict[Var, tuple[int, int]], donors: dict[Var, Var]) -> dict:
+    """``spans`` with each donor's buffer counted only until the kernel that takes it over."""
+    spans = dict(spans)
+    for out, donor in donors.items():
+        spans[donor] = (spans[donor][0], spans[out][0] - 1)
+    return spans
+
+
 @register_pass("plan_memory")
 def plan_memory(graph: Graph) -> PassResult:
     spans = lifetimes(graph)
-    offsets = assign_offsets(spans)
+    donors = in_place_outputs(graph)
+    offsets = assign_offsets(spans, donors=donors)
     arena = max((offsets[v] + v.type.nbytes for v in spans), default=0)
-    stats = {"last_use": last_uses(graph), "peak_bytes": peak_bytes(spans),
+    stats = {"last_use": last_uses(graph), "peak_bytes": peak_bytes(donated_spans(spans, donors)),
              "eager_peak_bytes": peak_bytes(lifetimes(unfused(graph))),
-             "buffers": len(spans), "offsets": offsets, "arena_bytes": arena}
+             "buffers": len(spans), "offsets": offsets, "arena_bytes": arena,
+             "in_place": donors}
     return PassResult(graph, False, stats)

@@ -5,7 +5,9 @@ the arena is allocated once per thread and each intermediate gets a fixed, 64-by
 offset in it (first fit over buffer lifetimes, so buffers live at the same time never overlap).
 Kernel outputs, matrix products and concatenations (``out=``) qualify when the caller can never
 see them: not graph outputs, not viewed by an output, not handed to an opaque NumPy call (which
-might keep a view of it).
+might keep a view of it). An elementwise kernel whose output takes over an input that dies
+there (``plan_memory.in_place_outputs``) writes over it, in the arena or, when either of the
+two may not live there, in a new array that both share.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import threading
 import numpy as np
 
 from ..ir import Graph, Var
-from ..passes.plan_memory import assign_offsets, lifetimes, view_parents
+from ..passes.plan_memory import assign_offsets, in_place_outputs, lifetimes, view_parents
 
 ALIGN = 64
 # ops that can write into a given buffer (matmul and concatenate through ``out=``)
@@ -24,14 +26,28 @@ ARENA_OPS = ("fused", "matmul", "concatenate")
 OUT_MIN_BYTES = 64 * 1024
 
 
-def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int]:
-    """Offsets for the kernel, matmul and concatenate outputs that may live in the arena, and
-    the arena size."""
+def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int, dict[Var, Var]]:
+    """Offsets for the kernel, matmul and concatenate outputs that may live in the arena, the
+    arena size, and the kernel outputs written in place (output -> donor input)."""
     eligible = _eligible(graph)
+    donors = in_place_outputs(graph)
+    _share_fate(eligible, donors)
     spans = {var: span for var, span in lifetimes(graph).items() if var in eligible}
-    offsets = assign_offsets(spans, ALIGN)
+    offsets = assign_offsets(spans, ALIGN, donors)
     size = max((offsets[v] + v.type.nbytes for v in offsets), default=0)
-    return offsets, size
+    return offsets, size, donors
+
+
+def _share_fate(eligible: set[Var], donors: dict[Var, Var]) -> None:
+    """An output written in place lives where its donor does: both in the arena, or neither
+    (then the donor is a new array, which the output takes over, also when the caller sees it)."""
+    changed = True
+    while changed:
+        changed = False
+        for out, donor in donors.items():
+            if (out in eligible) != (donor in eligible):
+                eligible.difference_update((out, donor))
+                changed = True
 
 
 def _eligible(graph: Graph) -> set[Var]:

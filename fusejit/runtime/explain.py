@@ -87,7 +87,11 @@ def _refusal(refusal) -> str:
 
 def _memory(memory) -> str:
     peak, eager = memory.get("peak_bytes", 0), memory.get("eager_peak_bytes", 0)
-    return f"peak intermediates {_mb(peak)} (eager NumPy: {_mb(eager)})"
+    text = f"peak intermediates {_mb(peak)} (eager NumPy: {_mb(eager)})"
+    count = memory.get("in_place", 0)
+    if count:
+        text += f"; {count} kernel output(s) written over an input that dies there"
+    return text
 
 
 def _mb(n) -> str:
@@ -146,6 +150,7 @@ def _explain_path(compiled, entry, cache) -> Explanation:
     result.refusals = list(entry.pipeline.stats.get("fuse", {}).get("refusals", []))
     memory = entry.pipeline.stats.get("plan_memory", {})
     result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
+    result.memory["in_place"] = len(memory.get("in_place", ()))
     return result
 
 

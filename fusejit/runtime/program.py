@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..codegen import build_kernel
-from ..ir import Graph, Lit, Node, indexing, ops
+from ..ir import Graph, Lit, Node, Var, indexing, ops
 from .arena import ARENA_OPS, Arena, arena_offsets
 from .progress import Progress
 
@@ -225,22 +225,22 @@ def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
         return count[0] - 1
 
     raw_steps, kernels = [], []
+    arena_plan = arena_offsets(graph) if target == "cpu" else ({}, 0, {})
     for node in graph.nodes:
-        fn = _step_function(node, target, kernels)
+        fn = _step_function(node, target, kernels, _in_place_pairs(node, arena_plan[2]))
         raw_steps.append((fn, tuple(slot(v) for v in node.inputs),
                           tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
     steps = _attach_frees(raw_steps, set(outputs), len(graph.inputs), set(constants))
-    steps, arena = _plan_arena(graph, steps) if target == "cpu" else (steps, None)
+    steps, arena = _plan_arena(steps, *arena_plan[:2]) if target == "cpu" else (steps, None)
     checks = _place_checks(guards, outputs, raw_steps)
     return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels,
                    checks, arena=arena)
 
 
-def _plan_arena(graph: Graph, steps: list[Step]):
+def _plan_arena(steps: list[Step], offsets: dict[Var, int], size: int):
     """Kernels and matmuls write the outputs that may live in the arena there instead of
     allocating them (a kernel whose other outputs the caller sees allocates only those)."""
-    offsets, size = arena_offsets(graph)
     layouts = {}
     for index, step in enumerate(steps):
         outs = step.node.outputs
@@ -264,10 +264,16 @@ def _place_checks(guards, outputs, raw_steps) -> dict[int, list[GuardCheck]]:
     return checks
 
 
-def _step_function(node: Node, target: str, kernels: list):
+def _in_place_pairs(node: Node, donors: dict[Var, Var]) -> tuple[tuple[int, int], ...]:
+    """(output position, input position) for each kernel output written over an input."""
+    return tuple((k, next(j for j, v in enumerate(node.inputs) if v is donors[out]))
+                 for k, out in enumerate(node.outputs) if out in donors)
+
+
+def _step_function(node: Node, target: str, kernels: list, in_place=()):
     if node.op != "fused":
         return host_call(node)
-    kernel = build_kernel(node, target=target)
+    kernel = build_kernel(node, target=target, in_place=in_place)
     kernels.append(kernel)
     return kernel
 

@@ -141,7 +141,8 @@ def test_identical_bodies_share_one_generated_source(monkeypatch):
     import fusejit.codegen as codegen
     calls = []
     real = codegen.generate_source
-    monkeypatch.setattr(codegen, "generate_source", lambda body: calls.append(1) or real(body))
+    monkeypatch.setattr(codegen, "generate_source",
+                        lambda body, in_place=(): calls.append(1) or real(body, in_place))
     codegen._SOURCES.clear()
     first = codegen.kernel_source(affine_tanh((6, 7), (6, 1)))
     again = codegen.kernel_source(affine_tanh((6, 7), (6, 1)))   # new Vars, same structure
@@ -149,6 +150,8 @@ def test_identical_bodies_share_one_generated_source(monkeypatch):
     assert again[1].region_of.keys() != first[1].region_of.keys()  # plan of its own body
     codegen.kernel_source(affine_tanh((6, 7), (6, 7)))              # broadcast differs
     assert calls == [1, 1]
+    codegen.kernel_source(affine_tanh((6, 7), (6, 1)), in_place=((0, 0),))  # writes over in0
+    assert calls == [1, 1, 1]
 
 
 def test_source_memo_tells_minus_zero_from_zero():

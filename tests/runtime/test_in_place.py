@@ -1,0 +1,146 @@
+"""Elementwise kernels write their output over an input that dies there (``plan_memory``'s
+``in_place``): which kernels do, that they compute what eager NumPy does, and that the memory
+they take over is nobody else's."""
+import numpy as np
+
+import fusejit
+from fusejit.runtime.arena import OUT_MIN_BYTES
+from tests.oracle import assert_same
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((64, 128)).astype(np.float32)
+W1 = (0.1 * RNG.standard_normal((128, 512))).astype(np.float32)   # x @ w1: 128 KiB
+B1 = RNG.standard_normal(512).astype(np.float32)
+W2 = (0.1 * RNG.standard_normal((512, 128))).astype(np.float32)
+B2 = RNG.standard_normal(128).astype(np.float32)
+
+
+def mlp(x, w1, b1, w2, b2):
+    return np.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+
+def run(fn, *args):
+    """The compiled function after a trace and two replays checked against eager NumPy, and its
+    program."""
+    compiled = fusejit.compile(fn)
+    for _ in range(3):
+        assert_same(fn(*args), compiled(*args))
+    return compiled, compiled.entry_for(*args).paths[0]
+
+
+def in_place(path) -> list[dict]:
+    return [kernel.in_place for kernel in path.program.kernels]
+
+
+def test_mlp_epilogues_write_over_the_products():
+    _, path = run(mlp, X, W1, B1, W2, B2)
+    assert in_place(path) == [{0: 0}, {0: 0}]
+    source = path.program.kernels[0].source
+    assert "out0" not in source.split("def kernel_serial", 1)[1].split("\n")[0]
+    assert "r_in0[i1] = " in source and "# out0 is written in place over in0" in source
+    donors = path.pipeline.stats["plan_memory"]["in_place"]
+    assert len(donors) == 2 and all(out.type == donor.type for out, donor in donors.items())
+
+
+def test_hidden_result_takes_the_products_arena_offset():
+    assert X.shape[0] * W1.shape[1] * 4 >= OUT_MIN_BYTES   # the product may live in the arena
+    _, path = run(mlp, X, W1, B1, W2, B2)
+    program = path.program
+    product, relu = (program.steps[i] for i in (0, 1))
+    assert (product.node.op, relu.node.op) == ("matmul", "fused")
+    assert program.arena.layouts[0][0][0] == program.arena.layouts[1][0][0]
+
+
+def test_result_the_caller_sees_is_a_new_array_each_call():
+    # the last epilogue writes the caller's result over the second product, which is then
+    # allocated by NumPy, not taken from the arena
+    compiled, path = run(mlp, X, W1, B1, W2, B2)
+    last = len(path.program.steps) - 1
+    assert last not in path.program.arena.layouts
+    first = compiled(X, W1, B1, W2, B2)
+    kept = first.copy()
+    second = compiled(-X, W1, B1, W2, B2)
+    assert not np.shares_memory(first, second)
+    assert_same(kept, first)
+    assert_same(mlp(-X, W1, B1, W2, B2), second)
+
+
+def test_peak_counts_a_buffer_taken_over_once():
+    _, path = run(mlp, X, W1, B1, W2, B2)
+    stats = path.pipeline.stats["plan_memory"]
+    hidden, out = 64 * 512 * 4, 64 * 128 * 4
+    assert stats["peak_bytes"] == hidden + out     # the second product, the relu it reads
+    assert stats["eager_peak_bytes"] == 2 * hidden  # x @ w1, then x @ w1 + b1
+
+
+def test_an_input_read_later_is_not_written_over():
+    def body(x, w):
+        h = x @ w
+        return np.exp(h) @ w.T + h @ w.T
+
+    _, path = run(body, X, W1)
+    assert in_place(path) == [{}, {0: 0}]   # exp keeps h; the sum of two products dies there
+
+
+def test_arguments_are_never_written_over():
+    def body(x, y):
+        return np.exp(x) * y
+
+    _, path = run(body, X, X)
+    assert in_place(path) == [{}]
+
+
+def test_broadcast_shape_or_dtype_change_is_not_in_place():
+    v = RNG.standard_normal((128, 1)).astype(np.float32)
+
+    def broadcast(x, v, y):
+        return (x @ v) * y                 # the (64, 1) product is broadcast to (64, 128)
+
+    def compare(x, w):
+        return (x @ w) > 0                 # float32 product, bool result
+
+    _, path = run(broadcast, X, v, X)
+    assert in_place(path) == [{}]
+    _, path = run(compare, X, W1)
+    assert in_place(path) == [{}]
+
+
+def test_a_product_read_also_through_a_view_is_not_written_over():
+    square = RNG.standard_normal((128, 128)).astype(np.float32)
+
+    def body(x, w):
+        h = x @ w
+        return h * 2 + h[::-1]
+
+    _, path = run(body, X, square)
+    assert all(not pairs for pairs in in_place(path))
+
+
+def test_reduction_kernels_keep_their_outputs_apart():
+    def softmax_of_product(x, w):
+        h = x @ w
+        e = np.exp(h - h.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    _, path = run(softmax_of_product, X, W1)
+    assert all(not pairs for pairs in in_place(path))
+
+
+def test_kernel_called_alone_returns_its_input_array():
+    _, path = run(mlp, X, W1, B1, W2, B2)
+    kernel = path.program.kernels[0]
+    h = X @ W1
+    expected = np.maximum(h + B1, 0)
+    (result,) = kernel(h, B1)
+    assert result is h
+    assert_same(expected, result)
+    h = X @ W1
+    (result,) = kernel.fast_call(h, B1, out=(np.empty_like(h),))
+    assert result is h
+    assert_same(expected, result)
+
+
+def test_explain_counts_the_outputs_written_in_place():
+    compiled, _ = run(mlp, X, W1, B1, W2, B2)
+    text = str(compiled.explain(X, W1, B1, W2, B2))
+    assert "2 kernel output(s) written over an input that dies there" in text
