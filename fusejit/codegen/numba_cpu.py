@@ -27,7 +27,8 @@ import numpy as np
 from ..ir import Graph, Lit, Node, Var, ops
 from . import reductions
 from .kernel import KernelPlan, plan_kernel
-from .prelude import VECTOR_NAMES
+from .prelude import LIMITED_NAMES, VECTOR_NAMES
+from .vecmath import VECMATH_SAFE_RANGE
 
 INDENT = "    "
 DECORATOR = '@numba.njit(cache=True, error_model="numpy", fastmath=False{extra})'
@@ -40,8 +41,9 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
     into the input's array, which LLVM then sees as one pointer read and written at the same
     index (two parameters that alias would fail its overlap check and run a scalar loop)."""
     plan = plan_kernel(body)
-    if in_place and plan.reduce is not None:
-        raise ValueError(f"{body.name}: only elementwise kernels write in place")
+    limited = plan.reduce is None and any(_limited_key(node) for node in body.nodes)
+    if in_place and (plan.reduce is not None or limited):
+        raise ValueError(f"{body.name}: only elementwise kernels that run once write in place")
     over = dict(in_place)
     outputs = [name for k, name in enumerate(plan.output_names) if k not in over]
     params = ", ".join(plan.size_names + plan.input_names + outputs)
@@ -50,14 +52,20 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
     # A rank-1 elementwise space has no loop to hold the rows but the prange itself, and
     # Numba's parfor loses stores through a row hoisted above it; 1-d views that are
     # unit-stride are C-contiguous already, so they gain nothing from rows anyway.
-    row_emitter = _Emitter(plan, body, rows=plan.reduce is not None or plan.rank > 1, over=over)
+    row_emitter = _Emitter(plan, body, rows=plan.reduce is not None or plan.rank > 1, over=over,
+                           limited=limited)
     row_lines = _loop_lines(row_emitter)
     strided_lines = _loop_lines(_Emitter(plan, body, rows=False, over=over))
-    if not row_emitter.row_arrays:  # no array walked along its last axis: one variant
+    if not row_emitter.row_arrays and not limited:  # no row, no vector sin: one variant
         text += _functions("kernel", params, strided_lines, plan)
         return "\n".join(text + _aliases("strided", "kernel")).rstrip() + "\n", plan
-    checks = " and ".join(f"unit_row({name})" for name in sorted(row_emitter.row_arrays))
-    guard = [f"{INDENT}if not ({checks}):", f"{INDENT * 2}return False"]
+    guard = []
+    if row_emitter.row_arrays:
+        checks = " and ".join(f"unit_row({name})" for name in sorted(row_emitter.row_arrays))
+        guard = [f"{INDENT}if not ({checks}):", f"{INDENT * 2}return False"]
+    if limited:  # an argument beyond vecmath's range: decline, the strided variant uses libm
+        guard.append(f"{INDENT}nbig = 0")
+        row_lines = row_lines + [f"{INDENT}if nbig:", f"{INDENT * 2}return False"]
     text += _functions("kernel", params, guard + row_lines, plan)
     text += _functions("strided", params, strided_lines, plan)
     return "\n".join(text).rstrip() + "\n", plan
@@ -120,8 +128,8 @@ class _Emitter:
     """Turns body nodes into scalar statements: per element of the space (inner) or once per
     row / output element (outer)."""
 
-    def __init__(self, plan: KernelPlan, body: Graph, rows: bool, over=None):
-        self.plan, self.body, self.rows = plan, body, rows
+    def __init__(self, plan: KernelPlan, body: Graph, rows: bool, over=None, limited=False):
+        self.plan, self.body, self.rows, self.limited = plan, body, rows, limited
         self.over = over or {}   # output position -> the input position it is stored into
         self.row_arrays: set[str] = set()   # arrays read or written through ``crow`` rows
         self.names: dict[Var, str] = {}
@@ -397,6 +405,7 @@ class _Emitter:
         lines += [f"{INDENT}{self.names[var]} = s_{self.names[var]}[{index}]" for var in loaded]
         for node in nodes:
             lines.append(f"{INDENT}{self.names[node.out]} = {self.scalar_expr(node)}")
+        lines += self.count_beyond_range(nodes)
         lines += [f"{INDENT}s_{self.names[var]}[{index}] = {self.names[var]}" for var in saved]
         for k in stores:
             var = self.body.outputs[k]
@@ -404,6 +413,14 @@ class _Emitter:
             access = self.access(array, var.type.shape, shape, exprs, rows)
             lines.append(f"{INDENT}{access} = {self.ref(var)}")
         return list(rows.values()), lines
+
+    def count_beyond_range(self, nodes: list[Node]) -> list[str]:
+        """One update of ``nbig`` per element (Numba's parfor takes one reduction statement):
+        whether some sin/cos argument is beyond vecmath's range."""
+        keys = [(node, _limited_key(node)) for node in nodes] if self.limited else []
+        tests = [f"(abs({self.ref(node.inputs[0])}) >= {VECMATH_SAFE_RANGE[key]!r})"
+                 for node, key in keys if key is not None]
+        return [f"{INDENT}nbig += {' | '.join(tests)}"] if tests else []
 
     def access(self, array: str, array_shape, shape, exprs, rows: dict[str, str]) -> str:
         """``array[i0, i1]``; in the row variant ``r_array[i1]`` when the innermost loop walks
@@ -463,23 +480,31 @@ class _Emitter:
         operands = [self.ref(v) for v in node.inputs]
         if node.op == "cast":
             return cast_expr(operands[0], node.inputs[0].type.dtype, out)
-        template = scalar_template(node)
+        template = scalar_template(node, self.limited)
         attrs = node.attr
         value = attrs.get("value")
         fields = {"value": literal(value, out)} if value is not None else {}
         return wrap(template.format(*operands, **fields), out)
 
 
-def scalar_template(node: Node) -> str:
-    """The registry's template, with the vectorizable vecmath function where one exists."""
+def scalar_template(node: Node, limited: bool = False) -> str:
+    """The registry's template, with the vectorizable vecmath function where one exists (sin
+    and cos only where ``limited``: the kernel counts their arguments beyond its range)."""
     dtype = template_dtype(node)
-    vector = VECTOR_NAMES.get((node.op, dtype.name))
+    key = (node.op, dtype.name)
+    vector = VECTOR_NAMES.get(key) or (LIMITED_NAMES.get(key) if limited else None)
     if vector is not None:
         return f"{vector}({{0}})"
     template = ops.get(node.op).template(dtype)
     if template is None:
         raise ValueError(f"{node.op} has no scalar template for {dtype}")
     return template
+
+
+def _limited_key(node: Node) -> tuple | None:
+    """(op, dtype) of a sin or cos that vecmath computes below a bound on |x|."""
+    key = (node.op, template_dtype(node).name)
+    return key if key in VECMATH_SAFE_RANGE else None
 
 
 def template_dtype(node: Node) -> np.dtype:

@@ -2,8 +2,8 @@
 
 Generated kernel modules do ``from fusejit.codegen.prelude import *``. exp, expm1, log, log1p,
 tanh, sigmoid and erf on float32/float64 use ``vecmath`` (branch-free, vectorizable, <= 4 ulp);
-sin and cos keep libm, because vecmath's versions lose accuracy past a bound on |x| that a
-kernel cannot know statically. Plain NumPy ufuncs are
+so do sin and cos in elementwise kernels, which fall back to the libm ones (``sin``, ``cos``)
+when an argument is beyond the bound of vecmath's reduction. Plain NumPy ufuncs are
 re-exported under the template names (Numba compiles them as scalar libm calls); the rest are
 ``@njit(inline="always")`` functions whose NaN, infinity, signed-zero and division-by-zero
 behaviour follows NumPy's C loops (``npy_divmod``, ``scalar_max``...), not Python's.
@@ -19,15 +19,18 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
-from .vecmath import VECMATH
+from .vecmath import VECMATH, VECMATH_SAFE_RANGE
 
 # Vectorizable float32/float64 versions (``exp_f32``...), picked by the codegen per dtype.
 VECTOR_OPS = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf")
 VECTOR_NAMES = {(name, dtype): f"{name}_{dtype[0]}{dtype[-2:]}"
                 for name in VECTOR_OPS for dtype in ("float32", "float64")}
-globals().update({VECTOR_NAMES[key]: VECMATH[key] for key in VECTOR_NAMES})
+# sin and cos: accurate for |x| below VECMATH_SAFE_RANGE (``numba_cpu`` counts the others)
+LIMITED_NAMES = {key: f"{key[0]}_{key[1][0]}{key[1][-2:]}" for key in VECMATH_SAFE_RANGE}
+globals().update({name: VECMATH[key] for names in (VECTOR_NAMES, LIMITED_NAMES)
+                  for key, name in names.items()})
 
-__all__ = sorted(VECTOR_NAMES.values()) + [
+__all__ = sorted(VECTOR_NAMES.values()) + sorted(LIMITED_NAMES.values()) + [
     "arctan", "arctan2", "ceil", "cos", "cosh", "crow", "erf", "exp", "expm1", "ffloordiv", "ffmax",
     "ffmin", "floor", "fmaximum", "fminimum", "fmod_py", "fsign", "ifloordiv", "imod",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "np", "numba",

@@ -21,7 +21,8 @@ Design choices:
 
 ``VECMATH[(name, dtype_name)]`` is the codegen's lookup table. ``VECMATH_SAFE_RANGE`` gives the
 |x| bound beyond which a function is not accurate (only sin/cos: their Cody-Waite reduction
-needs k * part exact); the codegen must keep libm for inputs that may exceed it.
+needs k * part exact); a kernel using them counts the arguments beyond it and runs again with
+libm when there are any (``numba_cpu``).
 """
 from __future__ import annotations
 

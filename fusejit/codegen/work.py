@@ -42,7 +42,7 @@ OP_NS = {
     **dict.fromkeys(("argmax", "argmin"), (0.06, 0.08)),   # blocks, then a scan of the best
     "exp": (0.2, 1.0), "expm1": (0.3, 1.5), "log": (0.4, 1.1), "log1p": (0.4, 1.1),
     "sigmoid": (0.3, 1.2), "tanh": (0.25, 2.1), "erf": (0.8, 3.6),
-    "sin": (0.3, 11.0), "cos": (0.3, 11.0),
+    "sin": (1.2, 1.4), "cos": (1.2, 1.4),   # vecmath below 2**26 (elementwise kernels)
     # one scalar libm call per element (on the CPU these usually run as NumPy ufuncs instead)
     **dict.fromkeys(("tan", "sinh", "cosh", "arctan", "arctan2", "log2", "log10", "pow"),
                     (10.0, 10.0)),

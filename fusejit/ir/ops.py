@@ -236,6 +236,9 @@ def _host_impl(*arrays, fn, name, spec, nout):
 register(OpDef("host", OPAQUE, _host_impl, None))
 
 REDUCE_OPS = ("sum", "prod", "reduce_max", "reduce_min", "any", "all", "argmax", "argmin")
+# Vector math accurate only below a bound on |x|: a CPU elementwise kernel with them counts the
+# arguments beyond it and, if there are any, runs again with libm (so it never writes in place).
+RANGE_LIMITED_OPS = ("sin", "cos")
 
 
 def evaluate(name: str, inputs, attrs) -> tuple:

@@ -124,8 +124,9 @@ def in_place_outputs(graph: Graph, allowed: Callable[[Var, Var], bool] = lambda 
 
 def _elementwise_space(body: Graph) -> tuple | None:
     """An elementwise kernel's iteration space (an output smaller than it is stored more than
-    once, so it may not overwrite what it reads); None for a reduction kernel."""
-    if any(node.op in ops.REDUCE_OPS for node in body.nodes):
+    once, so it may not overwrite what it reads); None for a reduction kernel, or one that may
+    run twice (``ops.RANGE_LIMITED_OPS``: its second run reads its inputs again)."""
+    if any(node.op in ops.REDUCE_OPS + ops.RANGE_LIMITED_OPS for node in body.nodes):
         return None
     return tuple(np.broadcast_shapes(*(v.type.shape for n in body.nodes for v in n.outputs)))
 

@@ -144,3 +144,15 @@ def test_explain_counts_the_outputs_written_in_place():
     compiled, _ = run(mlp, X, W1, B1, W2, B2)
     text = str(compiled.explain(X, W1, B1, W2, B2))
     assert "2 kernel output(s) written over an input that dies there" in text
+
+
+def test_kernels_that_may_run_twice_keep_their_inputs():
+    # a sin/cos kernel runs again with libm when an argument is beyond vecmath's range
+    def body(x, w):
+        return np.sin(x @ w) * 2
+
+    x, w = X.astype(np.float64), W1.astype(np.float64)
+    _, path = run(body, x, w)
+    assert in_place(path) == [{}]
+    x[0, 0] = 1e22
+    assert_same(body(x, w), run(body, x, w)[0](x, w))
