@@ -8,8 +8,6 @@ place over an input of the same shape and dtype that dies there (``in_place_outp
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ..ir import Graph, Node, Var, ops
@@ -91,16 +89,15 @@ def _first_fit(placed, start: int, end: int, nbytes: int, align: int) -> int:
 FRESH_OPS = ("fused", "matmul", "concatenate")
 
 
-def in_place_outputs(graph: Graph, allowed: Callable[[Var, Var], bool] = lambda out, donor: True
-                     ) -> dict[Var, Var]:
+def in_place_outputs(graph: Graph) -> dict[Var, Var]:
     """Elementwise kernel outputs that take over an input's buffer: output -> donor.
 
-    The donor is a new buffer of a kernel, matmul or concatenate (never the caller's, never
-    handed to an opaque NumPy call that may keep a view of it), read last by this kernel and
-    only as that one operand, with the output's shape and dtype. Every element is read into a
-    local before its results are stored, so the kernel may overwrite it (``numba_cpu``)."""
+    Neither is ``caller_reachable``. The donor is a new buffer of a kernel, matmul or
+    concatenate (never an argument), read last by this kernel and only as that one operand,
+    with the output's shape and dtype. Every element is read into a local before its results
+    are stored, so the kernel may overwrite it (``numba_cpu``)."""
     fresh = {v for node in graph.nodes if node.op in FRESH_OPS for v in node.outputs}
-    handed_out = {v for node in graph.nodes if node.op == "host" for v in node.inputs}
+    exposed = caller_reachable(graph)
     last = last_uses(graph)
     roots = _roots(graph)
     donors: dict[Var, Var] = {}
@@ -110,16 +107,32 @@ def in_place_outputs(graph: Graph, allowed: Callable[[Var, Var], bool] = lambda 
             continue
         taken = set()
         for out in node.outputs:
+            if out in exposed:
+                continue
             donor = next((v for v in node.inputs if isinstance(v, Var) and v in fresh
                           and v not in taken
-                          and v not in handed_out and last[v] == index
+                          and v not in exposed and last[v] == index
                           and v.type.shape == out.type.shape == space and out.type.ndim
-                          and v.type.dtype == out.type.dtype and _read_once(node, v, roots)
-                          and allowed(out, v)), None)
+                          and v.type.dtype == out.type.dtype and _read_once(node, v, roots)),
+                         None)
             if donor is not None:
                 donors[out] = donor
                 taken.add(donor)
     return donors
+
+
+def caller_reachable(graph: Graph) -> set[Var]:
+    """Buffers the caller may see: what the graph returns, what is handed to an opaque NumPy
+    call (which may keep a view of it), and the bases of views of either."""
+    parents = view_parents(graph)
+    values = [*graph.outputs] + [v for node in graph.nodes if node.op == "host"
+                                 for v in node.inputs]
+    reachable = set()
+    for value in values:
+        while isinstance(value, Var) and value not in reachable:
+            reachable.add(value)
+            value = parents.get(value)
+    return reachable
 
 
 def _elementwise_space(body: Graph) -> tuple | None:

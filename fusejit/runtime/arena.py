@@ -6,8 +6,8 @@ offset in it (first fit over buffer lifetimes, so buffers live at the same time 
 Kernel outputs, matrix products and concatenations (``out=``) qualify when the caller can never
 see them: not graph outputs, not viewed by an output, not handed to an opaque NumPy call (which
 might keep a view of it). An elementwise kernel whose output takes over an input that dies
-there (``plan_memory.in_place_outputs``) writes over it, in the arena or, when either of the
-two may not live there, in a new array that both share.
+there (``plan_memory.in_place_outputs``: never one the caller sees) writes over it: at its
+offset in the arena, or in its array when it is a product left to NumPy.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from ..ir import Graph, Var
-from ..passes.plan_memory import assign_offsets, in_place_outputs, lifetimes, view_parents
+from ..passes.plan_memory import assign_offsets, caller_reachable, in_place_outputs, lifetimes
 
 ALIGN = 64
 # ops that can write into a given buffer (matmul and concatenate through ``out=``)
@@ -31,39 +31,25 @@ def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int, dict[Var, Var]]:
     arena size, and the kernel outputs written in place (output -> donor input)."""
     eligible = _eligible(graph)
     donors = in_place_outputs(graph)
-    _share_fate(eligible, donors)
+    _follow_donors(eligible, donors)
     spans = {var: span for var, span in lifetimes(graph).items() if var in eligible}
     offsets = assign_offsets(spans, ALIGN, donors)
     size = max((offsets[v] + v.type.nbytes for v in offsets), default=0)
     return offsets, size, donors
 
 
-def _share_fate(eligible: set[Var], donors: dict[Var, Var]) -> None:
-    """An output written in place lives where its donor does: both in the arena, or neither
-    (then the donor is a new array, which the output takes over, also when the caller sees it)."""
-    changed = True
-    while changed:
-        changed = False
-        for out, donor in donors.items():
-            if (out in eligible) != (donor in eligible):
-                eligible.difference_update((out, donor))
-                changed = True
+def _follow_donors(eligible: set[Var], donors: dict[Var, Var]) -> None:
+    """An output written over a donor outside the arena (a product too small for ``out=``) is
+    that donor's new array, so it leaves the arena too (donors are in schedule order)."""
+    for out, donor in donors.items():
+        if donor not in eligible:
+            eligible.discard(out)
 
 
 def _eligible(graph: Graph) -> set[Var]:
-    visible = set()
-    parents = view_parents(graph)
-    for value in graph.outputs:
-        while isinstance(value, Var):
-            visible.add(value)
-            value = parents.get(value)
-    handed_out = {v for node in graph.nodes if node.op == "host" for v in node.inputs}
-    for var in list(handed_out):  # a view handed to a host op exposes its base too
-        while var in parents:
-            var = parents[var]
-            handed_out.add(var)
+    exposed = caller_reachable(graph)
     return {out for node in graph.nodes if node.op in ARENA_OPS for out in node.outputs
-            if out not in visible and out not in handed_out and out.type.size > 0
+            if out not in exposed and out.type.size > 0
             and (node.op == "fused" or out.type.nbytes >= OUT_MIN_BYTES)}
 
 
