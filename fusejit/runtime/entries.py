@@ -5,12 +5,15 @@ import functools
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba.core.errors import NumbaError
 
+from .. import config
 from ..logs import topic
 from ..tracer import Trace, unflatten
 from .device import is_device_array
 from .program import GuardFailed, Program
 
+log = topic("runtime")
 guard_log = topic("guards")
 RETRACE = object()  # a captured array changed shape or dtype: trace this signature again
 MISS = object()     # no compiled path's guards hold for this call
@@ -89,10 +92,25 @@ class TraceTree:
             except GuardFailed as failed:
                 self.guard_failures += 1
                 guard_log.debug("guard failed: %s", failed.args[0])
+            except NumbaError as exc:  # a kernel compiles at its first run, and this one failed
+                self._drop(path, exc)
+                return MISS
             except Exception:  # noqa: BLE001 -- re-running the body eagerly gives NumPy's answer
                 self.replay_errors += 1
                 return MISS
         return MISS
+
+    def _drop(self, path: CompiledEntry, exc: NumbaError) -> None:
+        """A path whose kernel Numba cannot compile: the signature runs eagerly from now on,
+        without tracing again (which would only build the same kernel)."""
+        if config.strict():
+            raise exc
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        reason = f"a kernel failed to compile in Numba ({type(exc).__name__}: {first_line})"
+        log.warning("%s: %s; this signature runs eagerly", path.program.graph.name, reason)
+        self.paths = [p for p in self.paths if p is not path]
+        if self.eager is None:
+            self.eager = EagerEntry(reason)
 
 
 def _straight_run(trace: Trace, program: Program):
