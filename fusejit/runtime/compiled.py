@@ -211,9 +211,23 @@ class CompiledFunction:
         return self._entries[key]
 
     def explain(self, *args, **kwargs):
+        """What compiling these arguments gives (tracing them on copies if they are new). With
+        no arguments, for a function that needs some: the signature traced most recently."""
         from .explain import describe_arguments, explain_entry
+        if not args and not kwargs and not self._takes_no_arguments():
+            if not self._entries:
+                raise TypeError(f"{self.__qualname__}.explain() needs the arguments of a call: "
+                                "it has not been called yet")
+            return explain_entry(self, next(reversed(self._entries.values())))
         return explain_entry(self, self.entry_for(*args, **kwargs),
                              describe_arguments(self._signature, args, kwargs))
+
+    def _takes_no_arguments(self) -> bool:
+        try:
+            self._signature.bind()
+        except TypeError:
+            return False
+        return True
 
     def ir(self, *args, stage="optimized", **kwargs) -> str:
         from .explain import stage_text

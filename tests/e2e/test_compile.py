@@ -189,3 +189,25 @@ def test_explain_lists_kernels_with_their_source_ops():
     assert [op for op, _ in explanation.kernels[0].source_ops] == ["add", "max"]
     text = str(explanation)
     assert "BLAS calls" in text and "test_compile.py" in text
+
+
+def test_explain_without_arguments_describes_the_latest_signature():
+    @fusejit.compile
+    def scale(x):
+        return np.exp(x) * 2
+
+    with pytest.raises(TypeError, match="has not been called yet"):
+        scale.explain()
+    scale(f32(4))
+    scale(np.ones((2, 3)))
+    text = str(scale.explain())
+    assert "scale(x: f64[2,3])" in text and "exp" in text
+
+
+def test_explain_of_a_function_without_parameters_traces_it():
+    @fusejit.compile
+    def ramp():
+        return np.arange(6.0) * 2
+
+    assert "ramp()" in str(ramp.explain())
+    assert ramp.cache_info()["signatures"] == 1
