@@ -42,9 +42,11 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
     index (two parameters that alias would fail its overlap check and run a scalar loop)."""
     plan = plan_kernel(body)
     limited = plan.reduce is None and any(_limited_key(node) for node in body.nodes)
-    if in_place and (plan.reduce is not None or limited):
-        raise ValueError(f"{body.name}: only elementwise kernels that run once write in place")
     over = dict(in_place)
+    if over and not _stores_after_last_read(plan, body, over, limited):
+        raise ValueError(f"{body.name}: outputs {sorted(over)} may not be stored in place: "
+                         "only elementwise kernels that run once, or the last pass of a "
+                         "row-persistent one, write over their inputs")
     outputs = [name for k, name in enumerate(plan.output_names) if k not in over]
     params = ", ".join(plan.size_names + plan.input_names + outputs)
     text = [_file_header(plan, over), "import numba", "import numpy as np", "",
@@ -69,6 +71,19 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
     text += _functions("kernel", params, guard + row_lines, plan)
     text += _functions("strided", params, strided_lines, plan)
     return "\n".join(text).rstrip() + "\n", plan
+
+
+def _stores_after_last_read(plan: KernelPlan, body: Graph, over: dict[int, int],
+                            limited: bool) -> bool:
+    """Whether each output in ``over`` is stored after the kernel last reads its input: an
+    elementwise kernel that runs once, or the last pass over each row of a row-persistent
+    reduction without argmax/argmin (which scans its blocks again after the stores)."""
+    if plan.reduce is None:
+        return not limited
+    if plan.columns or any(r.op in ("argmax", "argmin") for r in plan.reduces):
+        return False
+    last = plan.passes - 1
+    return all(plan.depth.get(body.outputs[k], 0) >= last > 0 for k in over)
 
 
 def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan) -> list[str]:

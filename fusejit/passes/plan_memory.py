@@ -90,24 +90,23 @@ FRESH_OPS = ("fused", "matmul", "concatenate")
 
 
 def in_place_outputs(graph: Graph) -> dict[Var, Var]:
-    """Elementwise kernel outputs that take over an input's buffer: output -> donor.
+    """Kernel outputs that take over an input's buffer: output -> donor.
 
     Neither is ``caller_reachable``. The donor is a new buffer of a kernel, matmul or
     concatenate (never an argument), read last by this kernel and only as that one operand,
-    with the output's shape and dtype. Every element is read into a local before its results
-    are stored, so the kernel may overwrite it (``numba_cpu``)."""
+    with the output's shape and dtype, covering the kernel's whole space. The kernel reads
+    each element into a local before it stores the results at that element, and never reads
+    it again afterwards (``_overwritable``), so it may store over it (``numba_cpu``)."""
     fresh = {v for node in graph.nodes if node.op in FRESH_OPS for v in node.outputs}
     exposed = caller_reachable(graph)
     last = last_uses(graph)
     roots = _roots(graph)
     donors: dict[Var, Var] = {}
     for index, node in enumerate(graph.nodes):
-        space = _elementwise_space(node.attr["body"]) if node.op == "fused" else None
-        if space is None:
-            continue
+        space, allowed = _overwritable(node.attr["body"]) if node.op == "fused" else (None, ())
         taken = set()
-        for out in node.outputs:
-            if out in exposed:
+        for k, out in enumerate(node.outputs):
+            if out in exposed or k not in allowed:
                 continue
             donor = next((v for v in node.inputs if isinstance(v, Var) and v in fresh
                           and v not in taken
@@ -135,13 +134,41 @@ def caller_reachable(graph: Graph) -> set[Var]:
     return reachable
 
 
-def _elementwise_space(body: Graph) -> tuple | None:
-    """An elementwise kernel's iteration space (an output smaller than it is stored more than
-    once, so it may not overwrite what it reads); None for a reduction kernel, or one that may
-    run twice (``ops.RANGE_LIMITED_OPS``: its second run reads its inputs again)."""
-    if any(node.op in ops.REDUCE_OPS + ops.RANGE_LIMITED_OPS for node in body.nodes):
-        return None
-    return tuple(np.broadcast_shapes(*(v.type.shape for n in body.nodes for v in n.outputs)))
+def _overwritable(body: Graph) -> tuple[tuple | None, set[int]]:
+    """A kernel's iteration space, and the positions of its outputs that may be stored over
+    an input covering that space.
+
+    Elementwise: every output, unless the kernel may run twice (``ops.RANGE_LIMITED_OPS``:
+    its second run reads its inputs again). An output smaller than the space is stored more
+    than once, so the caller's shape check leaves it out. Row-persistent reduction (softmax,
+    layernorm): the outputs that depend on every reduction, which its last pass over each
+    row stores after the earlier passes have read the row for the last time; not with an
+    argmax/argmin, whose blocks are scanned again after their stores."""
+    reduces = [node for node in body.nodes if node.op in ops.REDUCE_OPS]
+    everything = set(range(len(body.outputs)))
+    if not reduces:
+        if any(node.op in ops.RANGE_LIMITED_OPS for node in body.nodes):
+            return None, set()
+        return tuple(np.broadcast_shapes(*(v.type.shape for n in body.nodes
+                                           for v in n.outputs))), everything
+    if any(node.op in ("argmax", "argmin") for node in reduces):
+        return None, set()
+    below = _reductions_below(body)
+    return tuple(reduces[0].inputs[0].type.shape), {
+        k for k, out in enumerate(body.outputs)
+        if isinstance(out, Var) and below.get(out, set()) >= set(reduces)}
+
+
+def _reductions_below(body: Graph) -> dict[Var, set[Node]]:
+    """The reductions each body value depends on."""
+    below: dict[Var, set[Node]] = {}
+    for node in body.nodes:
+        found = set().union(*(below.get(v, set()) for v in node.inputs if isinstance(v, Var)))
+        if node.op in ops.REDUCE_OPS:
+            found = found | {node}
+        for out in node.outputs:
+            below[out] = found
+    return below
 
 
 def _roots(graph: Graph) -> dict[Var, Var]:

@@ -1,9 +1,11 @@
-"""Elementwise kernels write their output over an input that dies there (``plan_memory``'s
-``in_place``): which kernels do, that they compute what eager NumPy does, and that the memory
-they take over is nobody else's."""
+"""Kernels write their output over an input that dies there (``plan_memory``'s ``in_place``):
+which kernels do (elementwise ones, and the last pass of row-persistent ones), that they
+compute what eager NumPy does, and that the memory they take over is nobody else's."""
 import numpy as np
+import pytest
 
 import fusejit
+from fusejit.codegen.numba_cpu import generate_source
 from fusejit.runtime.arena import OUT_MIN_BYTES
 from tests.oracle import assert_same
 
@@ -122,14 +124,50 @@ def test_a_product_read_also_through_a_view_is_not_written_over():
     assert all(not pairs for pairs in in_place(path))
 
 
-def test_reduction_kernels_keep_their_outputs_apart():
-    def softmax_of_product(x, w):
-        h = x @ w
-        e = np.exp(h - h.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
+def softmax(h):
+    e = np.exp(h - h.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
-    _, path = run(softmax_of_product, X, W1)
-    assert all(not pairs for pairs in in_place(path))
+
+def layer_norm(h, g, b):
+    mu = h.mean(axis=-1, keepdims=True)
+    var = ((h - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (h - mu) / np.sqrt(var + 1e-5) * g + b
+
+
+def test_row_kernels_store_their_last_pass_over_the_product():
+    def attention_like(x, w):
+        return softmax(x @ w) @ w.T
+
+    def normalized(x, w, g, b):
+        return layer_norm(x @ w, g, b) @ w.T
+
+    _, path = run(attention_like, X, W1)
+    assert in_place(path) == [{0: 0}]
+    assert "# out0 is written in place over in0" in path.program.kernels[0].source
+    _, path = run(normalized, X, W1, B1, B1[::-1].copy())
+    assert in_place(path) == [{0: 0}]
+
+
+def test_row_kernel_output_stored_before_the_last_pass_keeps_its_own_buffer():
+    def scaled_and_softmax(x, w):
+        t = (x @ w) * 2                     # stored in the first pass, while rows are read
+        return softmax(t) @ w.T + t @ w.T
+
+    _, path = run(scaled_and_softmax, X, W1)
+    step = next(s for s in path.program.steps if s.node.op == "fused")   # the row kernel
+    kernel, outputs = path.program.kernels[0], step.node.attr["body"].outputs
+    ((written, donor),) = kernel.in_place.items()
+    assert len(outputs) == 2 and kernel.plan.passes == 3
+    assert kernel.plan.depth[outputs[written]] == 2        # the softmax: the last pass
+    assert kernel.plan.depth[outputs[1 - written]] == 0    # t, stored in the first
+    with pytest.raises(ValueError, match="may not be stored in place"):
+        generate_source(step.node.attr["body"], ((1 - written, donor),))
+
+
+def test_reduction_results_the_caller_sees_keep_their_own_buffers():
+    _, path = run(lambda x, w: softmax(x @ w), X, W1)
+    assert in_place(path) == [{}]
 
 
 def test_kernel_called_alone_returns_its_input_array():
