@@ -41,6 +41,8 @@ def fuse(graph: Graph, target: str = "cpu") -> PassResult:
     for node in graph.nodes:
         fuser.place(node)
     horizontal = fuser.merge_horizontal()
+    if target == "cpu":
+        fuser.leave_lone_arg_reductions()
     new_graph, kernels = fuser.rewrite()
     return PassResult(new_graph, kernels > 0 or sunk > 0 or transposes > 0,
                       {"kernels": kernels, "horizontal": horizontal, "sunk_splits": sunk,
@@ -152,6 +154,14 @@ class _Fuser:
                 self.group_of[member] = target
             merges += 1
         return merges
+
+    def leave_lone_arg_reductions(self) -> None:
+        """An argmax/argmin with nothing fused into it runs through NumPy where NumPy's SIMD
+        loop is faster (``rules.numpy_arg_reduction_faster``)."""
+        for node, group in list(self.group_of.items()):
+            if group.nodes == {node} and rules.numpy_arg_reduction_faster(node):
+                del self.group_of[node]
+                self._refuse(node, rules.NUMPY_ARG_REDUCTION)
 
     def _elementwise_groups(self) -> list[Group]:
         groups, seen = [], set()

@@ -229,6 +229,39 @@ def test_sin_fuses_where_a_kernel_runs_it_as_fast(dtype, target):
     assert [n.op for n in kernel.attr["body"].nodes] == ["mul", "sin", "add"]
 
 
+def _arg_reduction(op, dtype, axes, prologue=False, cast_after=False):
+    b = Builder()
+    x = b.arg((4, 8), np.dtype(dtype))
+    source = b("abs", x) if prologue else x
+    out = b(op, source, axes=axes, keepdims=False)
+    return b.graph(b("cast", out, dtype=np.dtype(np.float32)) if cast_after else out)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype, axes", [(np.float32, (1,)), (np.int32, (1,)),
+                                         (np.int64, (1,)), (np.float64, (0, 1))])
+def test_cpu_leaves_a_lone_arg_reduction_over_the_rows_to_numpy(op, dtype, axes):
+    graph = _arg_reduction(op, dtype, axes)
+    result = fuse(graph, target="cpu")
+    assert [n.op for n in result.graph.nodes] == [op]
+    (refusal,) = result.stats["refusals"]
+    assert refusal.op == op and "nothing fused into it: runs through NumPy" in refusal.reason
+    assert [n.op for n in fuse(graph, target="cuda").graph.nodes] == ["fused"]
+
+
+@pytest.mark.parametrize("dtype, axes, prologue, cast_after", [
+    (np.float64, (1,), False, False),     # NumPy's float64 loop is the slower one
+    (np.float32, (0,), False, False),     # NumPy strides down the columns
+    (np.float32, (1,), True, False),      # the kernel saves the prologue's pass
+    (np.float32, (0, 1), False, True),    # and the cast's
+])
+def test_arg_reductions_a_kernel_runs_faster_stay_kernels(dtype, axes, prologue, cast_after):
+    graph = _arg_reduction("argmax", dtype, axes, prologue, cast_after)
+    result = fuse(graph, target="cpu")
+    assert [n.op for n in result.graph.nodes] == ["fused"]
+    check_same(graph, result.graph, rand(4, 8).astype(dtype))
+
+
 def test_simd_table_names_only_elementwise_float_ops():
     for op, dtypes in SIMD_IN_NUMPY.items():
         assert ops.get(op).kind == ops.ELEMENTWISE
