@@ -38,7 +38,8 @@ class CompiledEntry:
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
         captured = [c.resolve(leaves) for c in trace.captures] if trace.captures else ()
         for capture, array in zip(trace.captures, captured, strict=True):
-            if array.shape != capture.type.shape or array.dtype != capture.type.dtype:
+            if array is None or array.shape != capture.type.shape or \
+                    array.dtype != capture.type.dtype:
                 return RETRACE
         values = self.program.run(inputs + list(captured) if captured else inputs)
         for mutation in trace.mutations:

@@ -27,8 +27,9 @@ class Capture:
     source: tuple = field(default=(), compare=False, repr=False)
     steps: tuple = field(default=(), compare=False, repr=False)
 
-    def resolve(self, leaves: list) -> np.ndarray:
-        """The current array (re-read through the path every call)."""
+    def resolve(self, leaves: list) -> np.ndarray | None:
+        """The current array (re-read through the path every call); None when a captured
+        view's base no longer has the layout the view was taken from (trace again)."""
         kind = self.source[0]
         if kind == "global":
             obj = self.source[1][self.source[2]]
@@ -39,8 +40,34 @@ class Capture:
         else:
             obj = self.source[1]
         for step, key in self.steps:
-            obj = getattr(obj, key) if step == "attr" else obj[key]
+            if step == "attr":
+                obj = getattr(obj, key)
+            elif step == "item":
+                obj = obj[key]
+            else:
+                obj = _view_again(obj, key)
         return obj
+
+
+def _view_geometry(view: np.ndarray) -> tuple | None:
+    """How ``view`` sits in its base (``W.T``, ``W[::-1]``, ``W[:, :3]`` of a captured ``W``):
+    a ``("view", geometry)`` step that takes the same view of the base every call. None when
+    the base is not a C-contiguous array of the view's dtype."""
+    base = view.base
+    if type(base) is not np.ndarray or base.dtype != view.dtype or not base.flags.c_contiguous:
+        return None
+    offset = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    if offset % view.itemsize:
+        return None
+    return ("view", (offset // view.itemsize, view.shape, view.strides, base.shape, base.dtype))
+
+
+def _view_again(base, geometry) -> np.ndarray | None:
+    start, shape, strides, base_shape, dtype = geometry
+    if (type(base) is not np.ndarray or base.shape != base_shape or base.dtype != dtype
+            or not base.flags.c_contiguous):
+        return None
+    return np.lib.stride_tricks.as_strided(base.reshape(-1)[start:], shape, strides)
 
 
 def _children(obj):
@@ -76,6 +103,8 @@ def _search(obj, target, depth):
 def _steps_text(steps) -> str:
     text = ""
     for step, key in steps:
+        if step == "view":
+            return text + "[view]"
         text += f".{key}" if step == "attr" else f"[{key!r}]"
     return text
 
@@ -133,6 +162,10 @@ def find_capture(array: np.ndarray, roots: Roots, leaves: list, extra: Roots | N
         except (KeyError, ValueError, AttributeError):  # an empty cell, a deleted global
             continue
         steps = _search(value, array, MAX_DEPTH)
+        if steps is None and isinstance(array.base, np.ndarray):
+            geometry = _view_geometry(array)
+            base_steps = geometry and _search(value, array.base, MAX_DEPTH)
+            steps = None if base_steps is None else (*base_steps, geometry)
         if steps is not None:
             kind = {"global": "global ", "cell": "closure "}.get(source[0], "")
             return source, steps, f"{kind}{label}{_steps_text(steps)}"

@@ -76,6 +76,49 @@ def test_captured_arrays_mutated_outside_are_seen_on_the_next_call():
     WEIGHTS[0] = 0
 
 
+class Linear:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return x @ self.w.T + self.w[:, ::-1][:, 0]
+
+
+def test_views_of_captured_arrays_are_taken_again_on_every_call():
+    @fusejit.compile
+    def forward(layer, x):
+        return layer(x)
+
+    rng = np.random.default_rng(0)
+    layer, x = Linear(rng.standard_normal((5, 3))), rng.standard_normal((4, 3))
+    for _ in range(2):
+        assert_same(layer(x), forward(layer, x))
+    layer.w *= 10                                    # in place
+    assert_same(layer(x), forward(layer, x))
+    layer.w = rng.standard_normal((5, 3))            # rebound, same layout
+    assert_same(layer(x), forward(layer, x))
+    layer.w = np.asfortranarray(rng.standard_normal((5, 3)))   # another layout: traced again
+    assert_same(layer(x), forward(layer, x))
+    layer.w = rng.standard_normal((5, 3))
+    assert_same(layer(x), forward(layer, x))
+    assert forward.cache_info()["eager_calls"] == 0
+
+
+def test_views_of_a_global_array_are_taken_again_on_every_call():
+    @fusejit.compile
+    def reversed_weights(x):
+        return x + WEIGHTS[::-1] * x
+
+    x = np.ones(4, np.float32)
+    for _ in range(2):
+        assert_same(x + WEIGHTS[::-1] * x, reversed_weights(x))
+    WEIGHTS[3] = 100
+    try:
+        assert_same(x + WEIGHTS[::-1] * x, reversed_weights(x))
+    finally:
+        WEIGHTS[3] = 3
+
+
 def test_item_used_as_a_value_is_traced_not_frozen():
     @fusejit.compile
     def normalise(x):
