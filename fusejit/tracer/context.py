@@ -35,6 +35,15 @@ class Fallback:
     loc: Loc | None
 
 
+# NumPy computes arithmetic on untraced arrays alone (``acc.sum()`` with ``acc`` a NumPy array
+# that a traced ``np.add(acc, x, out=acc)`` wrote into) while tracing: a replay would return
+# the trace's values. After such a write, a new untraced array or result makes the signature
+# run eagerly.
+UNTRACED_AFTER_WRITE = ("NumPy computed an array without a traced value after traced values "
+                        "were written into an array that is not an argument (a replay would "
+                        "return the values of the trace)")
+
+
 @dataclass
 class CaptureRecord:
     """A capture while tracing; becomes a ``Capture`` at the end."""
@@ -61,6 +70,8 @@ class Recorder:
     nodes: list = field(default_factory=list)
     captures: list = field(default_factory=list)
     raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
+    raw_written_at: int | None = None             # captures before traced ops first wrote one
+    written: dict = field(default_factory=dict)   # id(ndarray) -> (array, values after write)
     fallback: Fallback | None = None
     notes: list = field(default_factory=list)
     guards: list = field(default_factory=list)    # GuardRecord, in recording order
@@ -149,6 +160,8 @@ class Recorder:
             loc = current_loc()
             where = loc.short().split(" ")[0] if loc else "<unknown>"
             source, steps, text = ("const", array.copy()), (), f"constant used at {where}"
+            if self.raw_written_at is not None:
+                self.set_fallback(UNTRACED_AFTER_WRITE, loc)
         else:
             source, steps, text = found
         var = Var(TensorType(array.shape, array.dtype), sanitize(text.split(" ")[-1])

@@ -8,7 +8,7 @@ import numpy as np
 from ..ir import Graph
 from .api import Mutation, OutputLeaf, Trace
 from .captures import Capture
-from .context import unwrap
+from .context import UNTRACED_AFTER_WRITE, unwrap
 from .guards import Guard
 from .pytree import flatten, unflatten
 from .scalars import TracedFloat
@@ -20,6 +20,8 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     out_leaves_raw, out_treedef = flatten(result)
     concrete = unflatten(out_treedef, [unwrap(leaf) for leaf in out_leaves_raw])
     _check_constants(recorder)
+    _check_untraced_results(recorder, out_leaves_raw)
+    _check_written(recorder)
     outputs: list = []
     pending = detect(recorder, snaps)
     attr_writes: tuple = ()
@@ -108,6 +110,38 @@ def _mutations(recorder, proxies, outputs):
         if var is not record.var and record.source[0] != "const":
             outputs.append(var)
             yield Mutation("capture", k, len(outputs) - 1)
+
+
+def _check_untraced_results(recorder, leaves) -> None:
+    """After traced values were written into a NumPy array, a result NumPy computed without a
+    traced value may have read it (``acc += x; return acc.sum()``): run eagerly."""
+    if recorder.raw_written_at is None:
+        return
+    for leaf in leaves:
+        if isinstance(leaf, (Tracer, TracedFloat)) or not isinstance(leaf, (np.ndarray,
+                                                                          np.generic, float)):
+            continue
+        entry = recorder.raw.get(id(leaf)) if type(leaf) is np.ndarray else None
+        if entry is None or entry[0] is not leaf:
+            recorder.set_fallback(UNTRACED_AFTER_WRITE, None)
+            return
+
+
+def _check_written(recorder) -> None:
+    """Untraced NumPy code that changed an array after traced values were written into it
+    (``w[0] -= g; w[:, 1] *= 2``) ran only while tracing: replays would lose its change. Two
+    captured arrays that share memory, one of them written (``w[0] -= g; w[:, 1] += g``), are
+    separate program inputs, read before any write is replayed: run eagerly."""
+    live = [record.live for record in recorder.captures]
+    for array, after in recorder.written.values():
+        if not np.array_equal(array, after, equal_nan=array.dtype.kind in "fc"):
+            recorder.set_fallback("untraced NumPy code changed an array after traced values "
+                                  "were written into it (it runs only while tracing)", None)
+            return
+        if any(other is not array and np.may_share_memory(other, array) for other in live):
+            recorder.set_fallback("traced values were written into a captured array that "
+                                  "shares memory with another one the body reads", None)
+            return
 
 
 def _check_constants(recorder) -> None:

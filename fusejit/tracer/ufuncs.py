@@ -118,7 +118,17 @@ def record_ufunc(rec, concrete, ufunc, inputs, out=None, weak=False):
     target_value = target.value if isinstance(target, Tracer) else target
     var = rec.broadcast(rec.cast(var, target_value.dtype), target_value.shape)
     write(rec, target, var)
+    if not isinstance(target, Tracer) and _body_created(rec, target):
+        # ``acc += x`` rebinds ``acc`` to what this returns: its later reads are traced
+        return wrap(rec, target, var)
     return target
+
+
+def _body_created(rec, array) -> bool:
+    """An array the body made with NumPy (a ``const`` capture), which nothing outside sees."""
+    entry = rec.raw.get(id(array))
+    return entry is not None and entry[2] is not None and \
+        rec.captures[entry[2]].source[0] == "const"
 
 
 def emit_ufunc(rec, op, values, weak=False):

@@ -119,6 +119,78 @@ def test_views_of_a_global_array_are_taken_again_on_every_call():
         WEIGHTS[3] = 3
 
 
+def test_an_array_made_in_the_body_and_updated_in_place_is_traced_after_the_update():
+    def accumulate(x):
+        acc = np.zeros(3)
+        acc += x
+        return acc.sum(), acc * 2, acc[0] + 0
+
+    compiled = fusejit.compile(accumulate)
+    for scale in (1.0, 2.0, 5.0):
+        x = np.full(3, scale)
+        assert_same(accumulate(x), compiled(x))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_untraced_results_after_a_traced_write_run_eagerly():
+    def write_then_read(x):
+        acc = np.zeros(3)
+        np.add(acc, x, out=acc)          # acc is still the NumPy array
+        return acc.sum(), acc * 2
+
+    compiled = fusejit.compile(write_then_read)
+    for scale in (1.0, 2.0, 5.0):
+        x = np.full(3, scale)
+        assert_same(write_then_read(x), compiled(x))
+    assert compiled.cache_info()["eager_signatures"] == 1
+    assert "were written into an array that is not an argument" in str(
+        compiled.explain(np.ones(3)))
+
+
+class Model:
+    def __init__(self):
+        self.w = np.zeros((2, 3))
+
+
+def run_steps(step, traced=True):
+    """Three steps compiled and eagerly on models of their own, compared after each."""
+    compiled, model, expected = fusejit.compile(step), Model(), Model()
+    for scale in (1.0, 2.0, 3.0):
+        g = scale * np.arange(3.0)
+        assert_same(step(expected, g), compiled(model, g))
+        assert_same(expected.w, model.w)
+    info = compiled.cache_info()
+    assert (info["eager_calls"], info["eager_signatures"]) == ((0, 0) if traced else (2, 1))
+
+
+def test_in_place_updates_through_views_of_an_attribute_are_replayed():
+    def step(model, g):
+        model.w[0] -= g
+        model.w[1] += 2 * g
+        return g.sum()
+
+    run_steps(step)
+
+
+def test_overlapping_views_written_by_traced_ops_run_eagerly():
+    def step(model, g):
+        model.w[0] -= g
+        model.w[:, 1] += 2 * g[1]          # reads w[0, 1] after the write above
+        return g.sum()
+
+    run_steps(step, traced=False)
+
+
+def test_untraced_update_after_a_traced_one_runs_eagerly():
+    def step(model, g):
+        model.w[0] -= g
+        model.w[1:, 1] *= 2                # no traced value: NumPy runs it while tracing
+        model.w[0] *= 2
+        return g.sum()
+
+    run_steps(step, traced=False)
+
+
 def test_item_used_as_a_value_is_traced_not_frozen():
     @fusejit.compile
     def normalise(x):
