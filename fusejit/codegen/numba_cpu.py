@@ -549,7 +549,29 @@ def cast_expr(operand: str, source, target) -> str:
         return f"({operand} != 0)"  # float NaN -> True, as NumPy
     if source == np.bool_:
         return f"{ctor(target)}(1 if {operand} else 0)"
+    if source.kind == "f" and target.kind == "u":
+        return _float_to_unsigned(operand, target)
     return wrap(operand, target)
+
+
+def _float_to_unsigned(operand: str, target) -> str:
+    """Float to unsigned as NumPy's x86-64 loops do it, out-of-range values included (which
+    NumPy warns about). uint8 and uint16 go through int32 (-2.5 -> 254; beyond int32, its
+    0x80000000, truncated); uint32 and uint64 convert values in range exactly, wrap negatives
+    that fit a signed type of their width, give 0 past their top and the signed type's
+    0x80... below it and for NaN. LLVM's direct conversion is poison below zero."""
+    ty = ctor(target)
+    if target.itemsize <= 2:
+        return f"{ty}(np.int32({operand}))"
+    bits = 8 * target.itemsize
+    signed, top, low = f"np.int{bits}", float(2.0 ** bits), float(-(2.0 ** (bits - 1)) - 1)
+    if bits == 32:  # an in-range negative wraps through int64 like NumPy's int32 path
+        inside = f"{ty}(np.int64({operand}))"
+        return (f"({inside} if {low!r} < {operand} < {top!r} else ({ty}(0) if {operand} >= "
+                f"{top!r} else {ty}({signed}({operand}))))")
+    half = float(2.0 ** (bits - 1))
+    return (f"({ty}({operand}) if {half!r} <= {operand} < {top!r} else ({ty}(0) if "
+            f"{operand} >= {top!r} else {ty}({signed}({operand}))))")
 
 
 def literal(value, dtype) -> str:

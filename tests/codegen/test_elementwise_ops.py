@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from codegen_helpers import check_kernel, fused_node
 
+from fusejit.codegen import build_kernel
 from fusejit.ir import ops
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_]
@@ -87,3 +88,19 @@ def test_cast_float_to_bool_makes_nan_true():
                       lambda emit, x: [emit("cast", x, dtype=np.dtype(np.bool_))])
     (got,) = check_kernel(node, values)(values, parallel=False)
     assert got[0] and not got[3] and not got[4]
+
+
+@pytest.mark.parametrize("source", [np.float32, np.float64])
+def test_cast_float_to_unsigned_wraps_negatives_as_numpy(source):
+    # NumPy's own loop over a large array (its small-array path differs beyond int32's range)
+    values = np.array([-2.5, -300.7, -1e9, -3e9, 1e10, 2e19, -1e19, np.nan, np.inf, -np.inf,
+                       0.0, -0.0, 255.9, 256.0, 65535.5, 65536.0, 4294967295.0, 1e19], source)
+    values = np.tile(values, 200)
+    unsigned = [np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
+    node = fused_node([(values.shape, source)],
+                      lambda emit, x: [emit("cast", x, dtype=t) for t in unsigned])
+    kernel = build_kernel(node)
+    with np.errstate(invalid="ignore"):
+        got = kernel(values, parallel=False)
+        for t, g in zip(unsigned, got, strict=True):
+            np.testing.assert_array_equal(g, values.astype(t), err_msg=str(t))
