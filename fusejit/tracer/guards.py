@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import EagerFallback
 from ..ir import Loc
 from .context import active
 from .loc import current_loc, user_frames
@@ -168,8 +167,9 @@ def to_item(tracer, *args):
     if not args and type(item) is float:
         from .scalars import TracedFloat
         return TracedFloat.make(item, tracer.recorder, _scalar_var(tracer, np.float64))
-    if args:
-        raise EagerFallback(".item() with an index on a traced value")
+    if args:  # the body goes on with the plain value; the signature runs eagerly
+        tracer.recorder.set_fallback(".item() with an index on a traced value")
+        return item
     add_guard(tracer.recorder, tracer.ir_var, "item", item)
     return item
 

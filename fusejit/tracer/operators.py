@@ -49,6 +49,7 @@ _BINARY = {
     "floordiv": (np.floor_divide, operator.floordiv), "mod": (np.remainder, operator.mod),
     "pow": (np.power, operator.pow), "matmul": (np.matmul, None),
     "and": (np.bitwise_and, None), "or": (np.bitwise_or, None), "xor": (np.bitwise_xor, None),
+    "lshift": (np.left_shift, None), "rshift": (np.right_shift, None),
 }
 for _name, (_ufunc, _py_op) in _BINARY.items():
     _fwd, _ref, _inp = _binary(_ufunc, _py_op)
@@ -59,6 +60,10 @@ for _name, (_ufunc, _py_op) in _BINARY.items():
 for _name, _ufunc in {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
                       "gt": np.greater, "ge": np.greater_equal}.items():
     setattr(Tracer, f"__{_name}__", lambda self, other, _u=_ufunc: _u(self, other))
+
+
+Tracer.__divmod__ = lambda self, other: np.divmod(self, other)
+Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
 
 
 def _unary(ufunc, py_op=None):

@@ -28,6 +28,9 @@ class ViewLink:
     seen: object            # the base Var this view was last derived from
 
 
+_OWN_SLOTS = frozenset({"value", "recorder", "link", "owns"})
+
+
 class Tracer:
     __array_priority__ = 1000.0
     __hash__ = None  # like ndarray: == is elementwise
@@ -102,6 +105,25 @@ class Tracer:
 
     def item(self, *args):
         return guards.to_item(self, *args)
+
+    def __round__(self, ndigits=None):
+        """``round(t)``: Python's result from the plain value; the signature runs eagerly."""
+        recorder = self.recorder
+        if active() is recorder:
+            recorder.set_fallback("round() of a traced value")
+        return round(self.value, ndigits) if ndigits is not None else round(self.value)
+
+    def __getattr__(self, name):
+        """An ndarray attribute or method the tracer does not map (``.sort()``, ``.real``,
+        ``.flags``): the body goes on with the plain array's, and the signature runs
+        eagerly. Only called when normal lookup fails."""
+        if name.startswith("_") or name in _OWN_SLOTS or not hasattr(np.ndarray, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = self.__dict__.get("value")
+        recorder = self.__dict__.get("recorder")
+        if recorder is not None and active() is recorder:
+            recorder.set_fallback(f"ndarray.{name} is not traced by fusejit")
+        return getattr(np.asarray(value), name)
 
     def tolist(self):
         return guards.to_list(self)

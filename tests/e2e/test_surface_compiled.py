@@ -89,3 +89,30 @@ def test_embedding_gather_and_add_at():
     check_compiled(lambda wte, ids: wte[ids] * 2, semantics.WTE, semantics.IDS)
     check_compiled(lambda x, i, v: np.add.at(x, i, v) or x.sum(), semantics.X.copy(),
                    np.array([0, 2, 0]), np.float32(2.0))
+
+
+def _shift(x):
+    return (x.astype(np.int64) << 2) + (x.astype(np.int64) >> 1)
+
+
+@pytest.mark.parametrize("fn", [_shift, lambda x: divmod(x, 2.5),
+                                lambda x: 3.0 % x + divmod(7, x)[0]],
+                         ids=["shifts", "divmod", "rdivmod"])
+def test_operators_numpy_arrays_have(fn):
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    compiled = fusejit.compile(fn)
+    for values in (x, x * 3):
+        assert_same(fn(values.copy()), compiled(values))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+@pytest.mark.parametrize("source", ["x.real * 2", "x.round(1) + x", "x.argsort(1)",
+                                    "x.diagonal() + 1", "x.take([0], 1) * x", "round(x.sum())",
+                                    "round(x.sum(), 1)", "x.item(3) * x", "x.flags.c_contiguous"])
+def test_methods_the_tracer_does_not_map_run_eagerly(source):
+    fn = eval(f"lambda x: {source}")  # noqa: S307 -- the cases above, as source for their ids
+    x = np.arange(6.0).reshape(2, 3) * 1.37
+    compiled = fusejit.compile(fn)
+    for values in (x, x * 3):
+        assert_same(fn(values.copy()), compiled(values))
+    assert compiled.cache_info()["eager_signatures"] == 1
