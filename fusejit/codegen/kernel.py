@@ -74,8 +74,17 @@ class KernelPlan:
         return self.kept_dims[:-1] if self.columns else self.kept_dims
 
     @property
+    def chunked(self) -> bool:
+        """A one-pass reduction over every dim of a space of rank 2 or more (``np.exp(x).mean()``):
+        its parallel variant splits dim 0 into chunks that reduce into partials, combined in
+        order after the parallel loop. Not argmax/argmin (their partials need an index)."""
+        return (self.reduce is not None and not self.kept_dims and not self.zero_d
+                and self.rank >= 2 and self.passes == 1 and self.reduced_dims[0] == 0
+                and all(r.op not in ("argmax", "argmin") for r in self.reduces))
+
+    @property
     def has_parallel_loop(self) -> bool:
-        return self.reduce is None or self.columns or bool(self.outer_kept_dims)
+        return self.reduce is None or self.columns or bool(self.outer_kept_dims) or self.chunked
 
     @property
     def size_names(self) -> list[str]:

@@ -22,6 +22,8 @@ argmax/argmin over several axes give the flat C-order index.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..ir import Graph, Lit, Node, Var, ops
@@ -58,8 +60,12 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
                            limited=limited)
     row_lines = _loop_lines(row_emitter)
     strided_lines = _loop_lines(_Emitter(plan, body, rows=False, over=over))
+    row_chunks = strided_chunks = None
+    if plan.chunked:
+        row_chunks = _loop_lines(_Emitter(plan, body, rows=True, over=over), chunked=True)
+        strided_chunks = _loop_lines(_Emitter(plan, body, rows=False, over=over), chunked=True)
     if not row_emitter.row_arrays and not limited:  # no row, no vector sin: one variant
-        text += _functions("kernel", params, strided_lines, plan)
+        text += _functions("kernel", params, strided_lines, plan, strided_chunks)
         return "\n".join(text + _aliases("strided", "kernel")).rstrip() + "\n", plan
     guard = []
     if row_emitter.row_arrays:
@@ -68,8 +74,9 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
     if limited:  # an argument beyond vecmath's range: decline, the strided variant uses libm
         guard.append(f"{INDENT}nbig = 0")
         row_lines = row_lines + [f"{INDENT}if nbig:", f"{INDENT * 2}return False"]
-    text += _functions("kernel", params, guard + row_lines, plan)
-    text += _functions("strided", params, strided_lines, plan)
+    text += _functions("kernel", params, guard + row_lines, plan,
+                       row_chunks and guard + row_chunks)
+    text += _functions("strided", params, strided_lines, plan, strided_chunks)
     return "\n".join(text).rstrip() + "\n", plan
 
 
@@ -86,9 +93,10 @@ def _stores_after_last_read(plan: KernelPlan, body: Graph, over: dict[int, int],
     return all(plan.depth.get(body.outputs[k], 0) >= last > 0 for k in over)
 
 
-def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan) -> list[str]:
-    """``{prefix}_serial`` and ``{prefix}_parallel`` (an alias without a parallel loop); both
-    return True once they have run."""
+def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan,
+               parallel_lines: list[str] | None = None) -> list[str]:
+    """``{prefix}_serial`` and ``{prefix}_parallel`` (an alias without a parallel loop; its
+    own ``parallel_lines`` when given); both return True once they have run."""
     text = []
     for variant, extra in (("serial", ""), ("parallel", ", parallel=True")):
         if variant == "parallel" and not plan.has_parallel_loop:
@@ -96,7 +104,8 @@ def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan) -> 
         text.append(DECORATOR.format(extra=extra))
         text.append(f"def {prefix}_{variant}({params}):")
         loop = "numba.prange" if variant == "parallel" else "range"
-        text += [line.replace("$RANGE0", loop).replace("$RANGE", "range") for line in lines]
+        body = parallel_lines if variant == "parallel" and parallel_lines else lines
+        text += [line.replace("$RANGE0", loop).replace("$RANGE", "range") for line in body]
         text += [f"{INDENT}return True", "", ""]
     return text
 
@@ -113,8 +122,10 @@ def _file_header(plan: KernelPlan, over: dict[int, int]) -> str:
 
 
 # -- loops --------------------------------------------------------------------------------------
-def _loop_lines(emitter: _Emitter) -> list[str]:
+def _loop_lines(emitter: _Emitter, chunked: bool = False) -> list[str]:
     plan = emitter.plan
+    if chunked:
+        return emitter.chunked_lines()
     if plan.reduce is None:
         rows, inner = emitter.element_lines(emitter.inner_nodes(), emitter.inner_outputs())
         return emitter.nest(list(range(plan.rank)), inner, first=True, before_inner=rows)
@@ -136,6 +147,7 @@ COSTLY_OPS = frozenset({
     "tan", "sinh", "cosh", "arctan", "arctan2", "pow", "sqrt", "div", "reciprocal",
     "floordiv", "mod"})
 SCRATCH_BLOCK = 8   # rows per scratch allocation in the row loop
+CHUNKS = 16         # parallel chunks of dim 0 in a reduction over every dim (``chunked``)
 COLUMN_CHUNK = 256  # columns per parallel iteration of a column reduction (16 zmm of float32)
 
 
@@ -259,6 +271,32 @@ class _Emitter:
     def pass_lines(self, number: int) -> list[str]:
         """One pass over a row: its accumulations and inner stores, then the outer values the
         finished reductions make available."""
+        init, loop, finish = self._pass_parts(number)
+        return init + loop + finish
+
+    def chunked_lines(self) -> list[str]:
+        """``plan.chunked``: dim 0 split into ``CHUNKS`` chunks in the parallel loop, each
+        reducing into its own accumulators (``c_acc``), stored as partials and combined in chunk
+        order after the loop; then the outer values, as in ``pass_lines``."""
+        init, loop, finish = self._pass_parts(0, {0: "c0 * n0 // nch, (c0 + 1) * n0 // nch"})
+        reduces = self._pass_reduces(0)
+        names = [self.acc_names[r] for r in reduces]
+        private = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        lines = [f"{INDENT}nch = min(n0, {CHUNKS})"]
+        lines += [f"{INDENT}p_{name} = np.empty(nch, "
+                  f"{literal_ctor(reductions.accumulator_dtype(r))})"
+                  for r, name in zip(reduces, names, strict=True)]
+        lines.append(f"{INDENT}for c0 in $RANGE0(nch):")
+        lines += [INDENT + private.sub(r"c_\1", line) for line in init + loop]
+        lines += [f"{INDENT * 2}p_{name}[c0] = c_{name}" for name in names]
+        lines += init + [f"{INDENT}for c0 in range(nch):"]
+        lines += [INDENT * 2 + line for r, name in zip(reduces, names, strict=True)
+                  for line in reductions.update_lines(r, f"p_{name}[c0]", name)]
+        return lines + finish
+
+    def _pass_parts(self, number: int, bounds=None) -> tuple[list, list, list]:
+        """(accumulator initialisations, the loops over the row, the finished reductions and
+        the outer values they make available); ``bounds`` as ``nest``'s."""
         plan = self.plan
         reduces = self._pass_reduces(number)
         stores = self.inner_outputs(number)
@@ -283,15 +321,14 @@ class _Emitter:
             if r not in blocked:
                 element += [INDENT + line for line in reductions.update_lines(
                     r, self.ref(r.inputs[0]), self.acc_names[r])]
-        lines += self.nest(plan.reduced_dims, element, first=False, before_inner=rows,
-                           blocks=blocks)
+        loop = self.nest(plan.reduced_dims, element, first=False, before_inner=rows,
+                         blocks=blocks, bounds=bounds)
         for r in arg_blocked:
-            lines += reductions.arg_rescan_lines(r, self.ref(r.inputs[0]), self.acc_names[r],
-                                                 plan.reduced_dims[-1], computed, INDENT)
-        for r in reduces:
-            lines.append(f"{INDENT}{self.names[r.out]} = "
-                         f"{reductions.final_expr(r, self.acc_names[r])}")
-        return lines + self.outer_lines(number + 1)
+            loop += reductions.arg_rescan_lines(r, self.ref(r.inputs[0]), self.acc_names[r],
+                                                plan.reduced_dims[-1], computed, INDENT)
+        finish = [f"{INDENT}{self.names[r.out]} = {reductions.final_expr(r, self.acc_names[r])}"
+                  for r in reduces]
+        return lines, loop, finish + self.outer_lines(number + 1)
 
     def column_lines(self) -> list[str]:
         """A ``columns`` reduction: accumulator arrays along the last axis, filled by a loop

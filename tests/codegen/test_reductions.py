@@ -1,7 +1,7 @@
 """Reduce kernels: every reduction per dtype, axis forms, keepdims both ways, NaN semantics."""
 import numpy as np
 import pytest
-from codegen_helpers import check_kernel, fused_node
+from codegen_helpers import check_kernel, fused_node, reference
 
 from fusejit.codegen import build_kernel
 
@@ -218,3 +218,31 @@ def test_float32_column_sums_add_blocks_of_rows_in_float32(rows, shape_of, axes)
         got = kernel(x, parallel=parallel)[0]
         assert got.dtype == np.float32 and got.shape == exact.shape
         assert np.all(np.abs(got - exact) <= bound)
+
+
+FULL_REDUCTIONS = [("sum", np.float32), ("sum", np.float64), ("sum", np.int64),
+                   ("prod", np.float64), ("reduce_max", np.float32), ("reduce_min", np.float64),
+                   ("any", np.bool_), ("all", np.bool_)]
+
+
+@pytest.mark.parametrize("op, dtype", FULL_REDUCTIONS, ids=str)
+@pytest.mark.parametrize("shape", [(37, 3, 5), (5, 600), (40, 2)])
+def test_reductions_over_every_dim_reduce_chunks_of_rows_in_parallel(op, dtype, shape):
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal(shape)
+    values = values > 0.9 if dtype == np.bool_ else (values * 9).astype(dtype)
+    if op == "prod":
+        values = 1 + values * 1e-3
+    if op in ("reduce_max", "reduce_min"):
+        values.flat[len(values.flat) // 2] = np.nan    # in some chunk: the result is NaN
+    node = fused_node([(shape, dtype)], lambda emit, x: [
+        emit(op, emit("mul", x, x) if dtype in (np.float32, np.int64) else x,
+             axes=tuple(range(len(shape))), keepdims=False)], kind="reduce")
+    kernel = build_kernel(node)
+    assert kernel.plan.chunked and "numba.prange(nch)" in kernel.source
+    (want,) = reference(node, values)
+    for variant in (kernel(values, parallel=True), kernel.fast_call(values)):
+        (got,) = variant
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13,
+                                   equal_nan=True)
