@@ -145,12 +145,11 @@ def _overwritable(body: Graph) -> tuple[tuple | None, set[int]]:
     row stores after the earlier passes have read the row for the last time; not with an
     argmax/argmin, whose blocks are scanned again after their stores."""
     reduces = [node for node in body.nodes if node.op in ops.REDUCE_OPS]
-    everything = set(range(len(body.outputs)))
     if not reduces:
         if any(node.op in ops.RANGE_LIMITED_OPS for node in body.nodes):
             return None, set()
         return tuple(np.broadcast_shapes(*(v.type.shape for n in body.nodes
-                                           for v in n.outputs))), everything
+                                           for v in n.outputs))), set(range(len(body.outputs)))
     if any(node.op in ("argmax", "argmin") for node in reduces):
         return None, set()
     below = _reductions_below(body)

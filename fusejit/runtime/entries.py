@@ -106,7 +106,7 @@ class TraceTree:
         without tracing again (which would only build the same kernel)."""
         if config.strict():
             raise exc
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first_line = next(iter(str(exc).strip().splitlines()), "")
         reason = f"a kernel failed to compile in Numba ({type(exc).__name__}: {first_line})"
         log.warning("%s: %s; this signature runs eagerly", path.program.graph.name, reason)
         self.paths = [p for p in self.paths if p is not path]

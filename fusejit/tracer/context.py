@@ -70,7 +70,6 @@ class Recorder:
     nodes: list = field(default_factory=list)
     captures: list = field(default_factory=list)
     raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
-    raw_written_at: int | None = None             # captures before traced ops first wrote one
     written: dict = field(default_factory=dict)   # id(ndarray) -> (array, values after write)
     fallback: Fallback | None = None
     notes: list = field(default_factory=list)
@@ -160,7 +159,7 @@ class Recorder:
             loc = current_loc()
             where = loc.short().split(" ")[0] if loc else "<unknown>"
             source, steps, text = ("const", array.copy()), (), f"constant used at {where}"
-            if self.raw_written_at is not None:
+            if self.written:
                 self.set_fallback(UNTRACED_AFTER_WRITE, loc)
         else:
             source, steps, text = found

@@ -115,7 +115,7 @@ def _mutations(recorder, proxies, outputs):
 def _check_untraced_results(recorder, leaves) -> None:
     """After traced values were written into a NumPy array, a result NumPy computed without a
     traced value may have read it (``acc += x; return acc.sum()``): run eagerly."""
-    if recorder.raw_written_at is None:
+    if not recorder.written:
         return
     for leaf in leaves:
         if isinstance(leaf, (Tracer, TracedFloat)) or not isinstance(leaf, (np.ndarray,

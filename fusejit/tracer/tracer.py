@@ -180,8 +180,6 @@ def write(recorder, target, new_var) -> None:
     else:
         recorder.raw_var(target)
         recorder.raw[id(target)][1] = new_var
-        if recorder.raw_written_at is None:
-            recorder.raw_written_at = len(recorder.captures)
         written = recorder.written  # what traced writes leave there, for ``_check_written``
         for key, (array, _) in list(written.items()):
             if np.may_share_memory(array, target):
