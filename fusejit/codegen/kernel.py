@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import Graph, Node, Var, ops
+from . import reductions
 from .work import runs_parallel
 
 
@@ -77,10 +78,12 @@ class KernelPlan:
     def chunked(self) -> bool:
         """A one-pass reduction over every dim of a space of rank 2 or more (``np.exp(x).mean()``):
         its parallel variant splits dim 0 into chunks that reduce into partials, combined in
-        order after the parallel loop. Not argmax/argmin (their partials need an index)."""
+        order after the parallel loop. An argmax/argmin only when blocked (its partial index
+        is then flat over the whole space; the per-element one counts within the chunk)."""
         return (self.reduce is not None and not self.kept_dims and not self.zero_d
                 and self.rank >= 2 and self.passes == 1 and self.reduced_dims[0] == 0
-                and all(r.op not in ("argmax", "argmin") for r in self.reduces))
+                and all(r.op not in ("argmax", "argmin") or reductions.block_arg(r)
+                        for r in self.reduces))
 
     @property
     def has_parallel_loop(self) -> bool:

@@ -281,17 +281,24 @@ class _Emitter:
         init, loop, finish = self._pass_parts(0, {0: "c0 * n0 // nch, (c0 + 1) * n0 // nch"})
         reduces = self._pass_reduces(0)
         names = [self.acc_names[r] for r in reduces]
-        private = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        # Each accumulator and its companions (acc0_b, acc0_index, ...) private to a chunk.
+        private = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")(?=\b|_)")
+        partials = [(f"p_{name}", f"c_{name}", reductions.accumulator_dtype(r))
+                    for r, name in zip(reduces, names, strict=True)]
+        partials += [(f"p_{name}_index", f"c_{name}_index", np.dtype(np.int64))
+                     for r, name in zip(reduces, names, strict=True)
+                     if r.op in ("argmax", "argmin")]
         lines = [f"{INDENT}nch = min(n0, {CHUNKS})"]
-        lines += [f"{INDENT}p_{name} = np.empty(nch, "
-                  f"{literal_ctor(reductions.accumulator_dtype(r))})"
-                  for r, name in zip(reduces, names, strict=True)]
+        lines += [f"{INDENT}{partial} = np.empty(nch, {literal_ctor(dtype)})"
+                  for partial, _, dtype in partials]
         lines.append(f"{INDENT}for c0 in $RANGE0(nch):")
         lines += [INDENT + private.sub(r"c_\1", line) for line in init + loop]
-        lines += [f"{INDENT * 2}p_{name}[c0] = c_{name}" for name in names]
-        lines += init + [f"{INDENT}for c0 in range(nch):"]
+        lines += [f"{INDENT * 2}{partial}[c0] = {value}" for partial, value, _ in partials]
+        lines += [INDENT + line for r, name in zip(reduces, names, strict=True)
+                  for line in reductions.init_lines(r, name)]
+        lines.append(f"{INDENT}for c0 in range(nch):")
         lines += [INDENT * 2 + line for r, name in zip(reduces, names, strict=True)
-                  for line in reductions.update_lines(r, f"p_{name}[c0]", name)]
+                  for line in reductions.combine_lines(r, f"p_{name}", name)]
         return lines + finish
 
     def _pass_parts(self, number: int, bounds=None) -> tuple[list, list, list]:
@@ -305,16 +312,16 @@ class _Emitter:
         nodes = self._closure(wanted, stored)
         used = wanted | {v for node in nodes for v in node.inputs}
         loaded = [var for var in self.scratch if var in stored and var in used]
-        arg_blocked = [r for r in reduces if not plan.zero_d
-                       and reductions.block_arg(r, len(plan.reduced_dims))]
+        arg_blocked = [r for r in reduces if not plan.zero_d and reductions.block_arg(r)]
         blocked = arg_blocked + [r for r in reduces
                                  if not plan.zero_d and reductions.blocked(r)]
-        lines = [INDENT + line for r in reduces
-                 for line in reductions.init_lines(r, self.acc_names[r], r in arg_blocked)]
+        outer = plan.reduced_dims[:-1]
+        lines = [INDENT + line for r in reduces for line in reductions.init_lines(
+            r, self.acc_names[r], r in arg_blocked, outer)]
         saved = [var for var, stored_in in self.scratch.items() if stored_in == number]
         rows, element = self.element_lines(nodes, stores, loaded, saved)
         computed = list(element)
-        blocks = [reductions.block_lines(r, self.ref(r.inputs[0]), self.acc_names[r])
+        blocks = [reductions.block_lines(r, self.ref(r.inputs[0]), self.acc_names[r], outer)
                   for r in blocked]
         element += [INDENT + line for _, update, _ in blocks for line in update]
         for r in reduces:
@@ -325,7 +332,7 @@ class _Emitter:
                          blocks=blocks, bounds=bounds)
         for r in arg_blocked:
             loop += reductions.arg_rescan_lines(r, self.ref(r.inputs[0]), self.acc_names[r],
-                                                plan.reduced_dims[-1], computed, INDENT)
+                                                plan.reduced_dims, computed, rows, INDENT)
         finish = [f"{INDENT}{self.names[r.out]} = {reductions.final_expr(r, self.acc_names[r])}"
                   for r in reduces]
         return lines, loop, finish + self.outer_lines(number + 1)

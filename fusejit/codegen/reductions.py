@@ -40,26 +40,27 @@ def blocked(node: Node) -> bool:
     return node.op == "sum" and node.inputs[0].type.dtype == np.float32
 
 
-def block_lines(node: Node, value: str, name: str) -> tuple[list, list, list]:
+def block_lines(node: Node, value: str, name: str, outer=()) -> tuple[list, list, list]:
     """(block init, per-element update, block finish) lines for a ``blocked`` reduction or a
-    ``block_arg`` one; ``$J`` in them stands for the block's first index."""
+    ``block_arg`` one; ``$J`` in them stands for the block's first index, and ``outer`` are
+    the reduced dims looped outside the blocks (whose indices a ``block_arg`` keeps)."""
     block = f"{name}_b"
     if node.op in ("argmax", "argmin"):
-        return _arg_block_lines(node, value, name)
+        return _arg_block_lines(node, value, name, outer)
     return ([f"{block} = np.float32(0)"], [f"{block} = radd({block}, {value})"],
             [f"{name} = {name} + np.float64({block})"])
 
 
-def block_arg(node: Node, reduced_dims: int) -> bool:
-    """Whether an argmax/argmin runs blocked: over one reduced dim, each block's extreme
-    vectorizes like ``max``, the best block is kept, and one scan of that block after the loop
-    finds the index (``arg_rescan_lines``). The per-element compare-and-branch it replaces
-    stays scalar (measured: 4.6 ms against NumPy's 0.27 ms over 2048x1024 float32)."""
-    return (node.op in ("argmax", "argmin") and node.inputs[0].type.dtype.kind in "fiu"
-            and reduced_dims == 1)
+def block_arg(node: Node) -> bool:
+    """Whether an argmax/argmin runs blocked: each block of the innermost reduced dim finds its
+    extreme, which vectorizes like ``max``; the best block is kept (with the indices of the
+    reduced dims outside it), and one scan of that block after the loop finds the index
+    (``arg_rescan_lines``). The per-element compare-and-branch it replaces stays scalar
+    (measured: 4.6 ms against NumPy's 0.27 ms over 2048x1024 float32)."""
+    return node.op in ("argmax", "argmin") and node.inputs[0].type.dtype.kind in "fiu"
 
 
-def _arg_block_lines(node: Node, value: str, name: str) -> tuple[list, list, list]:
+def _arg_block_lines(node: Node, value: str, name: str, outer) -> tuple[list, list, list]:
     dtype = accumulator_dtype(node)
     is_max, is_float = node.op == "argmax", dtype.kind == "f"
     cmp = ">" if is_max else "<"
@@ -69,40 +70,66 @@ def _arg_block_lines(node: Node, value: str, name: str) -> tuple[list, list, lis
     # A later block wins with a strictly better extreme, or with the first NaN.
     nan = f" or ({block} != {block} and {name} == {name})" if is_float else ""
     better = f"{name}_j < 0 or {block} {cmp} {name}{nan}"
+    keep = [f"{name}_r{d} = i{d} if {name}_better else {name}_r{d}" for d in outer]
     return ([f"{block} = {_ctor(dtype)}({_extreme(dtype, low=is_max)})"],
             [f"{block} = {function}({block}, {value})"],
             [f"{name}_better = {better}", f"{name} = {block} if {name}_better else {name}",
-             f"{name}_j = $J if {name}_better else {name}_j"])
+             f"{name}_j = $J if {name}_better else {name}_j", *keep])
 
 
-def arg_rescan_lines(node: Node, value: str, name: str, dim: int, element: list[str],
-                     indent: str) -> list[str]:
+def arg_rescan_lines(node: Node, value: str, name: str, dims: list[int], element: list[str],
+                     rows: list[str], indent: str) -> list[str]:
     """The scan of the best block for the first index holding its extreme (or the first NaN):
     a min-reduction of the matching offsets into the block, which vectorizes, where a search
     that breaks at the first match stays scalar. The offsets are int32, as wide as a float32
     lane (64-bit indices made the scan as slow as the blocks: 0.205 against 0.164 ms over
-    2048x1024 float32). ``element`` computes ``value`` at index ``i{dim}``."""
+    2048x1024 float32). ``dims`` are the reduced dims, the blocks' last; the outer ones are
+    set to the best block's indices and ``rows`` (row definitions) run again for them.
+    ``element`` computes ``value`` at index ``i{dims[-1]}``. The index is C-order flat over
+    ``dims``, as NumPy's over every axis."""
+    *outer, dim = dims
     start, stop, length = f"{name}_s", f"{name}_e", f"{name}_n"
     found = f"{value} == {name}"
     if accumulator_dtype(node).kind == "f":
         found += f" or ({name} != {name} and {value} != {value})"
     offset = f"np.int32(i{dim} - {start})"
-    return ([f"{indent}{start} = np.uint64(max({name}_j, 0))",
-             f"{indent}{stop} = min(np.uint64(n{dim}), {start} + {SUM_BLOCK})",
-             f"{indent}{length} = np.int32({stop} - {start})",
-             f"{indent}{name}_first = {length}",
-             f"{indent}for i{dim} in range({start}, {stop}):"]
+    flat = "np.int64(0)"
+    for d in outer:
+        flat = f"({flat} + np.int64({name}_r{d})) * np.int64(n{dims[dims.index(d) + 1]})"
+    return ([f"{indent}i{d} = {name}_r{d}" for d in outer]
+            + [f"{indent}{line.strip()}" for line in (rows if outer else ())]
+            + [f"{indent}{start} = np.uint64(max({name}_j, 0))",
+               f"{indent}{stop} = min(np.uint64(n{dim}), {start} + {SUM_BLOCK})",
+               f"{indent}{length} = np.int32({stop} - {start})",
+               f"{indent}{name}_first = {length}",
+               f"{indent}for i{dim} in range({start}, {stop}):"]
             + [indent + line for line in element]
             + [f"{indent * 2}{name}_first = min({name}_first, {offset} if {found} else {length})",
-               f"{indent}{name}_index = np.int64({start}) + np.int64({name}_first)"])
+               f"{indent}{name}_index = {flat} + np.int64({start}) + np.int64({name}_first)"])
 
 
-def init_lines(node: Node, name: str = "acc", blocked_arg: bool = False) -> list[str]:
+def combine_lines(node: Node, partial: str, name: str) -> list[str]:
+    """Folds chunk ``c0``'s partial result (``partial[c0]``; an argmax/argmin's index in
+    ``partial_index[c0]``) into ``name``, chunks taken in order (``init_lines`` first)."""
+    if node.op not in ("argmax", "argmin"):
+        return update_lines(node, f"{partial}[c0]", name)
+    cmp = ">" if node.op == "argmax" else "<"
+    value = f"{partial}[c0]"
+    nan = f" or ({value} != {value} and {name} == {name})" \
+        if accumulator_dtype(node).kind == "f" else ""
+    return [f"if c0 == 0 or {value} {cmp} {name}{nan}:",
+            f"    {name} = {value}", f"    {name}_index = {partial}_index[c0]"]
+
+
+def init_lines(node: Node, name: str = "acc", blocked_arg: bool = False,
+               outer=()) -> list[str]:
     """The accumulator's initialisation (``blocked_arg``: an argmax/argmin run in blocks,
-    which tracks its best block instead of an element count and index)."""
+    which tracks its best block, with the indices of the ``outer`` reduced dims, instead of
+    an element count and index)."""
     acc = accumulator_dtype(node)
     if blocked_arg:
-        return [f"{name}_j = -1", f"{name} = {_ctor(acc)}(0)"]
+        return ([f"{name}_j = -1", f"{name} = {_ctor(acc)}(0)"]
+                + [f"{name}_r{d} = 0" for d in outer])
     if node.op in ("argmax", "argmin"):
         return [f"{name}_k = 0", f"{name}_index = 0", f"{name} = {_ctor(acc)}(0)"]
     start = {"sum": "0", "prod": "1", "any": "False", "all": "True",

@@ -246,3 +246,39 @@ def test_reductions_over_every_dim_reduce_chunks_of_rows_in_parallel(op, dtype, 
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13,
                                    equal_nan=True)
+
+
+def _full_arg_cases(dtype, shape):
+    """Arrays that put an argmax/argmin's answer in different rows, blocks and chunks."""
+    rng = np.random.default_rng(sum(shape))
+    if np.dtype(dtype).kind == "i":
+        tied = rng.integers(-3, 3, shape).astype(dtype)      # ties in every chunk
+        rising = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
+        return [tied, rising, -rising]
+    x = rng.standard_normal(shape).astype(dtype)
+    late_nan, two_nans, extremes = x.copy(), x.copy(), x.copy()
+    late_nan.flat[-1] = np.nan                               # in the last chunk's last block
+    two_nans.flat[[x.size // 3, x.size // 2]] = np.nan       # the first NaN wins
+    extremes.flat[[1, x.size - 2]] = 50.0                    # ties across chunks: the first
+    extremes.flat[[x.size // 4, x.size - 1]] = -50.0
+    return [x, late_nan, two_nans, extremes, np.full(shape, -np.inf, dtype)]
+
+
+@pytest.mark.parametrize("shape", [(1, 300), (40, 257), (33, 2, 600), (3, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reductions_over_every_dim_scan_blocks_and_chunks_in_order(op, dtype, shape):
+    # Over every dim, the best block keeps the indices of its row; the parallel variant's
+    # chunks each find theirs, combined in order: NumPy's first flat index, first NaN.
+    node = fused_node([(shape, dtype)], lambda emit, x: [
+        emit(op, emit("mul", x, x) if dtype == np.int32 else emit("neg", x),
+             axes=tuple(range(len(shape))), keepdims=False)], kind="reduce")
+    kernel = build_kernel(node)
+    assert kernel.plan.chunked and "_r0 = i0 if" in kernel.source
+    for values in _full_arg_cases(dtype, shape):
+        (want,) = reference(node, values)
+        strided = np.repeat(values, 2, axis=-1)[..., ::2]
+        for got in (kernel(values, parallel=False), kernel(values, parallel=True),
+                    kernel(strided, parallel=True), kernel.fast_call(values)):
+            assert got[0].dtype == want.dtype and got[0].shape == want.shape
+            np.testing.assert_array_equal(got[0], want)

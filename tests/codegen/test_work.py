@@ -67,13 +67,19 @@ def test_cost_grows_with_elements_work_per_element_and_width():
 
 
 def test_a_kernel_without_a_parallel_loop_stays_serial():
-    # a rank-1 reduction has no dim to split outside its blocked inner loop; an argmax over
-    # every dim has no partials to combine
+    # a rank-1 reduction has no dim to split outside its blocked inner loop; a bool argmax
+    # over every dim is not blocked, and its element count would restart in each chunk
     vector = fused_node([((4096 * 1024,), F32)], lambda emit, x: [
         emit("sum", emit("exp", x), axes=(0,), keepdims=False)], kind="reduce")
     arg = fused_node([((4096, 1024), F32)], lambda emit, x: [
-        emit("argmax", emit("exp", x), axes=(0, 1), keepdims=False)], kind="reduce")
+        emit("argmax", emit("gt", x, x), axes=(0, 1), keepdims=False)], kind="reduce")
     assert not parallel(vector) and not parallel(arg)
+
+
+def test_an_argmax_over_every_dim_runs_chunks_of_rows_in_parallel():
+    node = fused_node([((4096, 1024), F32)], lambda emit, x: [
+        emit("argmax", emit("exp", x), axes=(0, 1), keepdims=False)], kind="reduce")
+    assert parallel(node)
 
 
 def test_a_reduction_over_every_dim_runs_chunks_of_rows_in_parallel():
