@@ -49,25 +49,54 @@ class Capture:
         return obj
 
 
-def _view_geometry(view: np.ndarray) -> tuple | None:
-    """How ``view`` sits in its base (``W.T``, ``W[::-1]``, ``W[:, :3]`` of a captured ``W``):
-    a ``("view", geometry)`` step that takes the same view of the base every call. None when
-    the base is not a C-contiguous array of the view's dtype."""
-    base = view.base
-    if type(base) is not np.ndarray or base.dtype != view.dtype or not base.flags.c_contiguous:
+def _view_geometry(view: np.ndarray, base) -> tuple | None:
+    """How ``view`` sits in ``base``, a captured array holding all of its elements (``W.T``,
+    ``W[::-1]``, ``W[:, :3]`` of a captured ``W``): a ``("view", geometry)`` step that takes
+    the same view of the base every call. None unless ``base`` is a C- or F-contiguous array
+    of the view's dtype (no gaps: every address in its extent is one of its elements) whose
+    extent holds the view's."""
+    if (type(base) is not np.ndarray or base.dtype != view.dtype or view.size == 0
+            or not (base.flags.c_contiguous or base.flags.f_contiguous)):
         return None
-    offset = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    if offset % view.itemsize:
+    start = base.__array_interface__["data"][0]
+    low, high = _extent(view)
+    offset = low - start
+    if offset < 0 or high > start + base.nbytes or offset % view.itemsize:
         return None
-    return ("view", (offset // view.itemsize, view.shape, view.strides, base.shape, base.dtype))
+    first = (view.__array_interface__["data"][0] - start) // view.itemsize
+    return ("view", (first, view.shape, view.strides, base.shape, base.strides, base.dtype))
+
+
+def _extent(view: np.ndarray) -> tuple[int, int]:
+    """The lowest address of ``view``'s elements and one past its highest element's end."""
+    low = high = view.__array_interface__["data"][0]
+    for length, stride in zip(view.shape, view.strides, strict=True):
+        if stride < 0:
+            low += stride * (length - 1)
+        else:
+            high += stride * (length - 1)
+    return low, high + view.itemsize
 
 
 def _view_again(base, geometry) -> np.ndarray | None:
-    start, shape, strides, base_shape, dtype = geometry
+    first, shape, strides, base_shape, base_strides, dtype = geometry
     if (type(base) is not np.ndarray or base.shape != base_shape or base.dtype != dtype
-            or not base.flags.c_contiguous):
+            or base.strides != base_strides):
         return None
-    return np.lib.stride_tricks.as_strided(base.reshape(-1)[start:], shape, strides)
+    order = "C" if base.flags.c_contiguous else "F"
+    return np.lib.stride_tricks.as_strided(base.reshape(-1, order=order)[first:], shape,
+                                           strides)
+
+
+def _arrays(obj, depth, steps=()):
+    """(steps, array) for the arrays reachable from obj within ``depth`` levels."""
+    if isinstance(obj, np.ndarray):
+        yield steps, obj
+        return
+    if depth == 0:
+        return
+    for step, child in _children(obj):
+        yield from _arrays(child, depth - 1, (*steps, step))
 
 
 def _children(obj):
@@ -163,10 +192,33 @@ def find_capture(array: np.ndarray, roots: Roots, leaves: list, extra: Roots | N
             continue
         steps = _search(value, array, MAX_DEPTH)
         if steps is None and isinstance(array.base, np.ndarray):
-            geometry = _view_geometry(array)
+            geometry = _view_geometry(array, array.base)
             base_steps = geometry and _search(value, array.base, MAX_DEPTH)
             steps = None if base_steps is None else (*base_steps, geometry)
         if steps is not None:
-            kind = {"global": "global ", "cell": "closure "}.get(source[0], "")
-            return source, steps, f"{kind}{label}{_steps_text(steps)}"
+            return _found(source, label, steps)
+    if isinstance(array.base, np.ndarray):
+        return _view_of_some_capture(array, candidates, leaves)
     return None
+
+
+def _view_of_some_capture(array, candidates, leaves):
+    """A view whose base no path reaches (``W[1]`` of ``W = np.arange(6.).reshape(2, 3)``:
+    the base is the unnamed ``arange``; ``F.T[0]`` of a Fortran-ordered ``F``) found as a view
+    of a reachable contiguous array that holds all of its elements."""
+    for source, label in candidates:
+        try:
+            value = _root_value(source, leaves)
+        except (KeyError, ValueError, AttributeError):
+            continue
+        for steps, candidate in _arrays(value, MAX_DEPTH):
+            if candidate is not array and np.may_share_memory(candidate, array):
+                geometry = _view_geometry(array, candidate)
+                if geometry is not None:
+                    return _found(source, label, (*steps, geometry))
+    return None
+
+
+def _found(source, label, steps):
+    kind = {"global": "global ", "cell": "closure "}.get(source[0], "")
+    return source, steps, f"{kind}{label}{_steps_text(steps)}"

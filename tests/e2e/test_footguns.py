@@ -119,6 +119,32 @@ def test_views_of_a_global_array_are_taken_again_on_every_call():
         WEIGHTS[3] = 3
 
 
+RESHAPED = np.arange(6.0).reshape(2, 3)              # a view of an unnamed arange
+FORTRAN = np.asfortranarray(np.arange(9.0).reshape(3, 3))
+
+
+def test_views_of_global_views_and_fortran_arrays_are_taken_again_on_every_call():
+    # RESHAPED[1] has the unnamed arange as its base; it is found as a view of RESHAPED.
+    global RESHAPED
+
+    def mixed(x):
+        return x + RESHAPED[1] + FORTRAN.T[0] + (x @ RESHAPED.T).sum()
+
+    compiled, x = fusejit.compile(mixed), np.ones(3)
+    saved = RESHAPED
+    try:
+        for _ in range(2):
+            assert_same(mixed(x), compiled(x))
+            RESHAPED += 1                              # in place
+            FORTRAN[:, 0] *= 2
+            assert_same(mixed(x), compiled(x))
+        RESHAPED = np.arange(6.0, 12.0).reshape(2, 3)   # rebound, same layout
+        assert_same(mixed(x), compiled(x))
+        assert compiled.cache_info()["traces"] == 1
+    finally:
+        RESHAPED = saved
+
+
 def test_an_array_made_in_the_body_and_updated_in_place_is_traced_after_the_update():
     def accumulate(x):
         acc = np.zeros(3)
