@@ -13,7 +13,7 @@ from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
 from ..tracer import flatten, trace
 from .device import copy_into, host_copies, to_device
-from .entries import MISS, RETRACE, CompiledEntry, EagerEntry, TraceTree
+from .entries import ALIASED, MISS, RETRACE, CompiledEntry, EagerEntry, TraceTree
 from .key import UntraceableInput, check_dtype, leaf_signature, make_key
 from .pipeline import build_program
 
@@ -72,8 +72,8 @@ class CompiledFunction:
         self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}
         self._lock = threading.RLock()
-        self._stats = dict(traces=0, hits=0, eager_calls=0, kernels_compiled=0,
-                           kernels_reused=0, compile_seconds=0.0)
+        self._stats = dict(traces=0, hits=0, eager_calls=0, aliased_calls=0,
+                           kernels_compiled=0, kernels_reused=0, compile_seconds=0.0)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -97,6 +97,8 @@ class CompiledFunction:
         if tree is not None:
             tried = len(tree.paths)
             result = tree.run(leaves) if tried else MISS
+            if result is ALIASED:
+                return self._run_aliased(fn, args, kwargs)
             if result is not MISS and result is not RETRACE:
                 self._stats["hits"] += 1
                 return result
@@ -153,6 +155,15 @@ class CompiledFunction:
             if on_device:
                 return _back_to_device(recorded, (host_args, host_kwargs), leaves, on_device)
             return recorded.result
+
+    def _run_aliased(self, fn, args, kwargs):
+        """Arrays the program writes share memory with its other inputs: eager, this call."""
+        if not self._stats["aliased_calls"]:
+            log.info("%s: an array written in place shares memory with another input; such "
+                     "calls run eagerly", self.__qualname__)
+        self._stats["aliased_calls"] += 1
+        self._stats["eager_calls"] += 1
+        return fn(*args, **kwargs)
 
     def _too_many_paths(self, tree, fn, args, kwargs):
         if tree.eager is None:

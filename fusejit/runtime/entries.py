@@ -17,6 +17,7 @@ log = topic("runtime")
 guard_log = topic("guards")
 RETRACE = object()  # a captured array changed shape or dtype: trace this signature again
 MISS = object()     # no compiled path's guards hold for this call
+ALIASED = object()  # an array the program writes shares memory with another input: eager
 
 
 @dataclass
@@ -41,6 +42,8 @@ class CompiledEntry:
             if array is None or array.shape != capture.type.shape or \
                     array.dtype != capture.type.dtype:
                 return RETRACE
+        if trace.mutations and _aliased_writes(trace, leaves, inputs, captured):
+            return ALIASED
         values = self.program.run(inputs + list(captured) if captured else inputs)
         for mutation in trace.mutations:
             target = leaves[mutation.index] if mutation.target == "arg" else \
@@ -89,7 +92,7 @@ class TraceTree:
     def run(self, leaves):
         for path in self.paths:
             try:
-                return path.run(leaves)
+                return path.run(leaves)   # may be ALIASED: no other path would do better
             except GuardFailed as failed:
                 self.guard_failures += 1
                 guard_log.debug("guard failed: %s", failed.args[0])
@@ -112,6 +115,41 @@ class TraceTree:
         self.paths = [p for p in self.paths if p is not path]
         if self.eager is None:
             self.eager = EagerEntry(reason)
+
+
+def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
+    """Whether an array the program writes into (``b += 1``, ``out=b``) shares memory with
+    another of its inputs or written arrays (``f(x, x)``, ``f(z[1:], z[:3])``). The program
+    computes every value from the inputs before it writes back, where NumPy's later reads see
+    the earlier writes; such a call runs eagerly. Only arrays with the same owner (or one
+    that is not an ndarray: a buffer from ``np.frombuffer``) are compared."""
+    arrays: dict[tuple, np.ndarray] = {}
+    arrays.update((("arg", index), array)
+                  for index, array in zip(trace.arg_leaves, inputs, strict=True))
+    arrays.update((("capture", k), array) for k, array in enumerate(captured))
+    targets = {(m.target, m.index): leaves[m.index] if m.target == "arg" else captured[m.index]
+               for m in trace.mutations}
+    arrays.update(targets)
+    by_owner: dict[int, list] = {}
+    for key, array in arrays.items():
+        if isinstance(array, np.ndarray):
+            by_owner.setdefault(_owner(array), []).append(key)
+    for key, target in targets.items():
+        if not isinstance(target, np.ndarray):
+            continue
+        owner = _owner(target)
+        near = by_owner.get(owner, []) + (by_owner.get(0, []) if owner else [])
+        if any(other != key and np.may_share_memory(target, arrays[other]) for other in near):
+            return True
+    return False
+
+
+def _owner(array: np.ndarray) -> int:
+    """id of the ndarray that owns ``array``'s memory; 0 when a non-array object does."""
+    base = array.base
+    if base is None:
+        return id(array)
+    return id(base) if isinstance(base, np.ndarray) and base.base is None else 0
 
 
 def _straight_run(trace: Trace, program: Program):
