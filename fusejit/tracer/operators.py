@@ -62,6 +62,31 @@ for _name, _ufunc in {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": n
     setattr(Tracer, f"__{_name}__", lambda self, other, _u=_ufunc: _u(self, other))
 
 
+def _power_shortcut(self, exponent):
+    """The ufunc NumPy's ``array ** exponent`` calls instead of ``np.power`` (its
+    ``fast_scalar_power``), or None: an exact ``int`` 2 is ``np.square`` (``bool ** 2`` is
+    int8, not int64); for float and complex arrays an exact -1 is ``np.reciprocal`` and an
+    exact ``float`` 0.5 ``np.sqrt`` (``float16 ** 0.5`` of -0.0 is -0.0, of -inf NaN)."""
+    if not isinstance(self.value, np.ndarray):
+        return None
+    inexact = self.value.dtype.kind in "fc"
+    if type(exponent) is int:
+        return {2: np.square, -1: np.reciprocal if inexact else None}.get(exponent)
+    return np.sqrt if type(exponent) is float and exponent == 0.5 and inexact else None
+
+
+def _pow(forward, inplace):
+    def power(self, exponent):
+        ufunc = _power_shortcut(self, exponent)
+        return forward(self, exponent) if ufunc is None else ufunc(self)
+
+    def power_in_place(self, exponent):
+        ufunc = _power_shortcut(self, exponent)
+        return inplace(self, exponent) if ufunc is None else ufunc(self, out=(self,))
+    return power, power_in_place
+
+
+Tracer.__pow__, Tracer.__ipow__ = _pow(Tracer.__pow__, Tracer.__ipow__)
 Tracer.__divmod__ = lambda self, other: np.divmod(self, other)
 Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
 

@@ -106,6 +106,33 @@ def test_operators_numpy_arrays_have(fn):
     assert compiled.cache_info()["eager_calls"] == 0
 
 
+def _square_in_place(x):
+    y = x * 1
+    y **= 2
+    return y
+
+
+POWER_OPERANDS = [np.array([True, False]), np.array([3, -2, 0], np.int8),
+                  np.array([-0.0, -np.inf, 2.0, np.nan, 4.0], np.float16),
+                  np.array([-0.0, -np.inf, 2.0, 4.0], np.float32)]
+
+
+@pytest.mark.parametrize("fn", [lambda x: x ** 2, lambda x: x ** 0.5, lambda x: x ** -1,
+                                lambda x: x ** 3, _square_in_place],
+                         ids=["square", "sqrt", "reciprocal", "power", "square_in_place"])
+@pytest.mark.parametrize("x", POWER_OPERANDS, ids=lambda x: x.dtype.name)
+def test_power_operator_takes_numpys_shortcuts(fn, x):
+    # ``array ** 2`` is np.square (bool: int8), ``** 0.5`` np.sqrt and ``** -1`` np.reciprocal
+    # for float arrays (float16 -0.0 ** 0.5 is -0.0), as in NumPy's operator.
+    compiled = fusejit.compile(fn)
+    if x.dtype.kind in "bi" and fn(np.array(2.0)) == 0.5:   # integers to negative powers
+        with pytest.raises(ValueError, match="negative integer powers"):
+            compiled(x)
+        return
+    for _ in range(2):
+        assert_same(fn(x), compiled(x))
+
+
 @pytest.mark.parametrize("source", ["x.real * 2", "x.round(1) + x", "x.argsort(1)",
                                     "x.diagonal() + 1", "x.take([0], 1) * x", "round(x.sum())",
                                     "round(x.sum(), 1)", "x.item(3) * x", "x.flags.c_contiguous"])
