@@ -68,8 +68,8 @@ class CompiledEntry:
 
     @functools.cached_property
     def plain_outputs(self) -> bool:
-        return all(leaf.kind == "value" and not (leaf.scalar or leaf.pyfloat or
-                                                 getattr(leaf, "pyint", False))
+        return all(leaf.kind == "value" and not (leaf.scalar or leaf.pyfloat or leaf.pyint
+                                                 or leaf.pybool)
                    for leaf in self.trace.out_leaves)
 
 
@@ -187,8 +187,8 @@ def _output_expression(leaf, position: int, names: dict) -> str:
     value = f"values[{leaf.index}]"
     if leaf.pyfloat:
         return f"float({value})"
-    if getattr(leaf, "pyint", False):
-        return f"int({value})"
+    if leaf.pyint or leaf.pybool:
+        return f"{'int' if leaf.pyint else 'bool'}({value})"
     return f"{value}[()]" if leaf.scalar else value
 
 
@@ -203,8 +203,8 @@ def _output(leaf, values, leaves, captured):
         value = values[leaf.index]
         if leaf.pyfloat:
             return float(value)
-        if getattr(leaf, "pyint", False):
-            return int(value)
+        if leaf.pyint or leaf.pybool:
+            return int(value) if leaf.pyint else bool(value)
         return value[()] if leaf.scalar else value
     if leaf.kind == "arg":
         return leaves[leaf.index]

@@ -23,6 +23,7 @@ class OutputLeaf:
     pyfloat: bool = False  # the runtime returns float(v): a Python float left the body
     const: object = None
     pyint: bool = False    # the runtime returns int(v)
+    pybool: bool = False   # the runtime returns bool(v): Python floats compared
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,17 @@ for _name, (_ufunc, _py_op) in _BINARY.items():
     setattr(Tracer, f"__r{_name}__", _ref)
     setattr(Tracer, f"__i{_name}__", _inp)
 
+def _compare(ufunc, py_op):
+    def apply(self, other):
+        if self.weak and _is_weak(other):   # Python floats compare to a Python bool
+            return _weak_arith(py_op, ufunc, self, other)
+        return ufunc(self, other)
+    return apply
+
+
 for _name, _ufunc in {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
                       "gt": np.greater, "ge": np.greater_equal}.items():
-    setattr(Tracer, f"__{_name}__", lambda self, other, _u=_ufunc: _u(self, other))
+    setattr(Tracer, f"__{_name}__", _compare(_ufunc, getattr(operator, _name)))
 
 
 def _power_shortcut(self, exponent):

@@ -84,7 +84,8 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
         index = _value_output(recorder, leaf.ir_var, outputs)
         value = leaf.value
         return OutputLeaf("value", index, scalar=isinstance(value, np.generic),
-                          pyfloat=type(value) is float, pyint=type(value) is int)
+                          pyfloat=type(value) is float, pyint=type(value) is int,
+                          pybool=type(value) is bool)
     if type(leaf) is np.ndarray:
         entry = recorder.raw.get(id(leaf))
         if entry is not None and entry[0] is leaf and entry[2] is not None:

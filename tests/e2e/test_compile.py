@@ -58,6 +58,18 @@ def test_python_float_argument_is_traced_not_static():
     assert sgd.cache_info()["traces"] == 1
 
 
+def test_comparing_python_float_arguments_gives_a_python_bool():
+    def flags(x, lr):
+        return lr > 0.01, lr == lr, 0.5 <= lr, x * (lr < 1.0)  # noqa: SIM300 (reflected)
+
+    compiled, x = fusejit.compile(flags), f32(4)
+    for lr in (0.1, 0.001, 2.0, float("nan")):
+        want, got = flags(x, lr), compiled(x, lr)
+        assert [type(v) for v in got[:3]] == [bool] * 3 and got[:3] == want[:3]
+        assert_same(want[3], got[3])
+    assert compiled.cache_info()["traces"] == 1
+
+
 def test_python_int_argument_is_static_and_part_of_the_key():
     @fusejit.compile
     def power_sum(x, n):
