@@ -51,7 +51,22 @@ def setitem(tracer, key, value):
     surface(_assign, _record_setitem, (tracer, key, value), {})
 
 
+def python_float_into(value, dtype) -> np.ndarray:
+    """``a[i] = v`` of a Python float into an integer array, as NumPy stores it: through
+    Python's ``int`` (truncation); NaN, infinities and values out of the dtype's range raise
+    NumPy's ValueError / OverflowError. Recorded as a host op, so a replay raises as eager
+    code does where a plain cast would store garbage."""
+    out = np.empty((), dtype)
+    out[()] = float(value)
+    return out
+
+
 def _record_setitem(rec, concrete, tracer, key, value):
+    if isinstance(value, Tracer) and value.weak and tracer.dtype.kind in "iu":
+        from .host import record_host
+        converted = python_float_into(value.value, tracer.dtype)
+        value = record_host(rec, converted, python_float_into, "python_float_into",
+                            (value, tracer.dtype), {})
     index_key, operands = encode_index(rec, key)
     update = rec.operand(value, tracer.dtype)
     if isinstance(update, Lit):

@@ -70,6 +70,28 @@ def test_comparing_python_float_arguments_gives_a_python_bool():
     assert compiled.cache_info()["traces"] == 1
 
 
+@pytest.mark.parametrize("store", [lambda a, v: a.__setitem__(0, v),
+                                   lambda a, v: a.__setitem__(slice(None), v)],
+                         ids=["item", "slice"])
+def test_a_python_float_argument_stored_into_an_int_array_converts_as_numpy_does(store):
+    def fill(a, v):
+        store(a, v)
+        return a * 2
+
+    compiled = fusejit.compile(fill)
+    assert_same(fill(np.zeros(3, np.int8), 3.5), compiled(np.zeros(3, np.int8), 3.5))
+    for value in (-7.9, 100.0, float("nan"), 200.0, float("inf")):
+        try:
+            want = fill(np.zeros(3, np.int8), value)
+        except (ValueError, OverflowError) as error:      # NaN, out of int8's range
+            with pytest.raises(type(error), match=str(error)):
+                compiled(np.zeros(3, np.int8), value)
+        else:
+            assert_same(want, compiled(np.zeros(3, np.int8), value))
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["traces"] == 1 and info["hits"] == 2
+
+
 def test_python_int_argument_is_static_and_part_of_the_key():
     @fusejit.compile
     def power_sum(x, n):
