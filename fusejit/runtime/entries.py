@@ -179,6 +179,9 @@ def _straight_run(trace: Trace, program: Program):
 def _output_expression(leaf, position: int, names: dict) -> str:
     """What ``_output`` computes for this leaf, as an expression over ``values``/``leaves``."""
     if leaf.kind == "arg":
+        if leaf.view:
+            names["argument_view"] = argument_view
+            return f"argument_view(leaves[{leaf.index}], {leaf.view!r})"
         return f"leaves[{leaf.index}]"
     if leaf.kind == "const":
         names[f"const{position}"] = leaf.const
@@ -190,6 +193,14 @@ def _output_expression(leaf, position: int, names: dict) -> str:
     if leaf.pyint or leaf.pybool:
         return f"{'int' if leaf.pyint else 'bool'}({value})"
     return f"{value}[()]" if leaf.scalar else value
+
+
+def argument_view(array, view: str):
+    """A new view of an argument (``x.reshape(x.shape)``), read-only where NumPy's was."""
+    result = array.view()
+    if view == "ro":
+        result.flags.writeable = False
+    return result
 
 
 def _as_array(leaf):
@@ -207,7 +218,8 @@ def _output(leaf, values, leaves, captured):
             return int(value) if leaf.pyint else bool(value)
         return value[()] if leaf.scalar else value
     if leaf.kind == "arg":
-        return leaves[leaf.index]
+        return argument_view(leaves[leaf.index], leaf.view) if leaf.view else \
+            leaves[leaf.index]
     if leaf.kind == "capture":
         return captured[leaf.index]
     return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const

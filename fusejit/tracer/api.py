@@ -24,6 +24,7 @@ class OutputLeaf:
     const: object = None
     pyint: bool = False    # the runtime returns int(v)
     pybool: bool = False   # the runtime returns bool(v): Python floats compared
+    view: str = ""         # "arg": "" the argument itself, "rw"/"ro" a new (read-only) view
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,11 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
                  recorder.fallback, tuple(recorder.notes), guards, attr_writes)
 
 
+def _new_view(value, of) -> bool:
+    return (type(value) is np.ndarray and value is not of and value.shape == np.shape(of)
+            and isinstance(of, np.ndarray) and np.shares_memory(value, of))
+
+
 def _value_output(recorder, var, outputs) -> int:
     """The graph output index of ``var``: reused when it already is one; inputs are copied."""
     for index, value in enumerate(outputs):
@@ -81,6 +86,11 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
         for index, proxy in proxies.items():
             if proxy is leaf:
                 return OutputLeaf("arg", index)
+            if proxy.ir_var is leaf.ir_var and _new_view(leaf.value, proxy.value):
+                # x.reshape(x.shape), x.ravel(), np.broadcast_to(x, x.shape): NumPy returned
+                # a new view of the argument, which the runtime takes again every call
+                return OutputLeaf("arg", index, view="rw" if leaf.value.flags.writeable
+                                  else "ro")
         index = _value_output(recorder, leaf.ir_var, outputs)
         value = leaf.value
         return OutputLeaf("value", index, scalar=isinstance(value, np.generic),

@@ -133,6 +133,22 @@ def test_power_operator_takes_numpys_shortcuts(fn, x):
         assert_same(fn(x), compiled(x))
 
 
+@pytest.mark.parametrize("fn", [lambda x: x.reshape(x.shape), lambda x: x.ravel(),
+                                lambda x: x.T, lambda x: np.broadcast_to(x, x.shape),
+                                lambda x: (x.ravel(), x * 2)],
+                         ids=["reshape", "ravel", "T", "broadcast_to", "with_a_value"])
+def test_a_view_the_same_shape_as_its_argument_is_a_new_view_on_every_call(fn):
+    # NumPy returns a view: writes through it reach the argument (broadcast_to's is read-only).
+    compiled = fusejit.compile(fn)
+    for _ in range(2):
+        x = np.arange(4.0)
+        want, got = fn(x), compiled(x)
+        assert_same(want, got)
+        want, got = (want[0], got[0]) if isinstance(want, tuple) else (want, got)
+        assert got is not x and np.shares_memory(got, x)
+        assert got.flags.writeable == want.flags.writeable
+
+
 @pytest.mark.parametrize("source", ["x.real * 2", "x.round(1) + x", "x.argsort(1)",
                                     "x.diagonal() + 1", "x.take([0], 1) * x", "round(x.sum())",
                                     "round(x.sum(), 1)", "x.item(3) * x", "x.flags.c_contiguous"])
