@@ -1,6 +1,8 @@
 """The ``__array_function__`` dispatch table (NEP 18): NumPy function -> recorder."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..errors import UnsupportedError
@@ -42,7 +44,30 @@ def handle_function(func, args, kwargs):
     if record is None:
         from .host import host_call
         return host_call(func, function_label(func), args, kwargs)
-    return surface(func, record, args, kwargs)
+    return surface(func, _or_host_op(func, record), args, kwargs)
+
+
+def _or_host_op(func, record):
+    """``record``, or a host op where it refuses the call's options (``np.sum(x, initial=1)``,
+    ``np.reshape(x, s, order="F")``, ``np.einsum("ii->i", a)``): NumPy runs them at replay.
+    Not a call that writes an ``out=`` array: a host op's writes would not be traced."""
+    def apply(rec, concrete, *args, **kwargs):
+        try:
+            return record(rec, concrete, *args, **kwargs)
+        except UnsupportedError:
+            if _writes_out(func, args, kwargs):
+                raise
+            from .host import record_host
+            return record_host(rec, concrete, func, function_label(func), args, kwargs)
+    return apply
+
+
+def _writes_out(func, args, kwargs) -> bool:
+    try:
+        bound = inspect.signature(func).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return True     # no signature to read: assume it may
+    return bound.arguments.get("out") is not None
 
 
 def normalize_axis(axis: int, ndim: int) -> int:

@@ -83,11 +83,12 @@ def _cube(x, exponent):
 
 
 def _host_ufunc(ufunc, method, inputs, kwargs):
-    """An unmapped ufunc or method (``np.add.accumulate``, ``where=``): a host op."""
+    """An unmapped ufunc or method (``np.add.accumulate``, ``where=`` without ``out=``,
+    whose unselected elements NumPy leaves uninitialised, as the host op does): a host op."""
     from .host import host_call
-    if kwargs.get("out") is not None or "where" in kwargs:
+    if kwargs.get("out") is not None:
         suffix = "" if method == "__call__" else f".{method}"
-        raise _unsupported(f"{ufunc_label(ufunc)}{suffix} with out= or where=")
+        raise _unsupported(f"{ufunc_label(ufunc)}{suffix} with out=")
     kwargs.pop("out", None)
     fn = ufunc if method == "__call__" else getattr(ufunc, method)
     name = ufunc_label(ufunc) + ("" if method == "__call__" else f".{method}")

@@ -149,6 +149,21 @@ def test_a_view_the_same_shape_as_its_argument_is_a_new_view_on_every_call(fn):
         assert got.flags.writeable == want.flags.writeable
 
 
+@pytest.mark.parametrize("source", [
+    "np.sum(x, initial=5.0)", "np.max(x, where=x > 0, initial=-1.0)", "x.sum(axis=1, where=x > 1)",
+    "np.reshape(x, (3, 2), order='F') + 1", "x.ravel(order='F') * 2", "x.flatten(order='F')",
+    "np.einsum('ij,jk', x, x.T)", "np.einsum('ii->i', x[:, :2]) * 2",
+    "np.multiply(x, 2, where=x > 0) * (x > 0)"])
+def test_options_without_a_kernel_run_as_numpy_host_ops(source):
+    fn = eval(f"lambda x: {source}")  # noqa: S307 -- the cases above, as source for their ids
+    x = np.arange(6.0).reshape(2, 3) - 2
+    compiled = fusejit.compile(fn)
+    for values in (x, x * 3):
+        assert_same(fn(values.copy()), compiled(values))
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["hits"] == 1
+
+
 @pytest.mark.parametrize("source", ["x.real * 2", "x.round(1) + x", "x.argsort(1)",
                                     "x.diagonal() + 1", "x.take([0], 1) * x", "round(x.sum())",
                                     "round(x.sum(), 1)", "x.item(3) * x", "x.flags.c_contiguous"])

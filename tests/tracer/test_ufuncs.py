@@ -85,11 +85,13 @@ def test_generic_scalar_argument():
     assert tr.out_leaves[1].scalar
 
 
-def test_ufunc_where_kwarg_unsupported():
+def test_ufunc_where_kwarg_is_a_host_op_and_with_out_unsupported():
     import fusejit
     from fusejit.tracer import trace
-    with pytest.raises(fusejit.UnsupportedError, match="where"):
-        trace(lambda x: np.add(x, 1, where=x > 0), (F32,), {})
+    tr = trace(lambda x: np.add(x, 1, where=x > 0), (F32,), {})
+    assert [n.op for n in tr.graph.nodes] == ["gt", "host"]
+    with pytest.raises(fusejit.UnsupportedError, match="out="):
+        trace(lambda x: np.add(x, 1, where=x > 0, out=x), (F32.copy(),), {})
 
 
 def test_ufunc_method_is_a_host_op():
