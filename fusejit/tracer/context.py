@@ -74,6 +74,7 @@ class Recorder:
     fallback: Fallback | None = None
     notes: list = field(default_factory=list)
     guards: list = field(default_factory=list)    # GuardRecord, in recording order
+    formatted: dict = field(default_factory=dict)  # id(str) -> str made from a traced value
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):

@@ -14,11 +14,12 @@ Decisions (each pinned by a test in ``tests/tracer/test_guards.py``):
   dropped when that very object is in the result, else kept), a formatted one records nothing.
 - ``t.item()`` of a float array returns a :class:`TracedFloat` (``scalars.py``): a ``float``
   subclass holding a weak-f64 proxy of its value. Returning it, storing it in the result,
-  formatting it (f-strings, ``%``, ``str``, ``print``, logging) records no guard. Arithmetic with
-  Python numbers keeps tracing (Python-float semantics as weak f64 nodes); mixed with arrays it
-  goes through NumPy (``__array_ufunc__``) with NEP 50 weak-scalar promotion. A comparison
-  records the comparison node and guards its bool; ``bool()``, ``hash()``, ``round()``,
-  ``math.floor``, ``int()`` and ``float()`` of it guard the value.
+  formatting it (f-strings, ``%``, ``str``, ``print``, logging) records no guard (a returned
+  string holding its text runs the signature eagerly: ``outputs._holds_formatted_text``).
+  Arithmetic with Python numbers keeps tracing (Python-float semantics as weak f64 nodes);
+  mixed with arrays it goes through NumPy (``__array_ufunc__``) with NEP 50 weak-scalar
+  promotion. A comparison records the comparison node and guards its bool; ``bool()``,
+  ``hash()``, ``round()``, ``math.floor``, ``int()`` and ``float()`` of it guard the value.
 - ``int(t)``, ``__index__`` and ``.item()`` of integer, bool or complex arrays, and ``.tolist()``
   guard at once and return plain Python values. Ints are not given provenance on purpose: an
   ``int`` subclass is read directly by C code that takes sizes (``np.zeros(n)``,

@@ -75,7 +75,20 @@ def _guards(recorder, outputs, returned) -> tuple:
     return tuple(result)
 
 
+RETURNED_TEXT = ("a string formatted from a traced value is returned (its text would be "
+                 "this trace's on every replay)")
+
+
+def _holds_formatted_text(recorder, text: str) -> bool:
+    """Whether a returned string holds the text of a traced value (``str(x)``, or within an
+    f-string such as ``f"loss={x}"``). A string that merely contains the same characters
+    runs eagerly too: slower, never wrong."""
+    return any(part and part in text for part in recorder.formatted.values())
+
+
 def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
+    if type(leaf) is str and _holds_formatted_text(recorder, leaf):
+        recorder.set_fallback(RETURNED_TEXT)
     if isinstance(leaf, TracedFloat) and getattr(leaf, "tracer", None) is not None \
             and leaf.tracer.recorder is recorder:
         leaf = leaf.tracer

@@ -11,7 +11,7 @@ import numpy as np
 
 from .context import active, surface
 from .guards import add_guard
-from .tracer import Tracer
+from .tracer import Tracer, remember_text
 
 
 def lift(x):
@@ -132,6 +132,20 @@ class TracedFloat(float):
         if not self.live():
             return abs(float.__float__(self))
         return lower(surface(operator.abs, _abs_record, (self.tracer,), {}))
+
+    def __repr__(self):
+        return self._text(float.__repr__(self))
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return self._text(float.__format__(self, spec))
+
+    def _text(self, text: str) -> str:
+        """Formatting records no guard; a returned text runs the signature eagerly."""
+        if self.live():
+            remember_text(self.tracer.recorder, text)
+        return text
 
     def __reduce__(self):
         return float, (self._guard(),)

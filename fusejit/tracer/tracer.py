@@ -56,8 +56,24 @@ class Tracer:
     def weak(self) -> bool:
         return type(self.value) is float
 
+    # -- text: a side effect of tracing, as print is ------------------------------------------
     def __repr__(self):
-        return f"Tracer({self._var.type})"
+        return self._text(repr)
+
+    def __str__(self):
+        return self._text(str)
+
+    def __format__(self, spec):
+        return self._text(lambda value: format(value, spec))
+
+    def _text(self, convert) -> str:
+        """NumPy's text of the value seen while tracing (print, logging, f-strings), with no
+        guard; a returned one runs the signature eagerly (``outputs.returned_text``)."""
+        if "value" not in self.__dict__:
+            return f"Tracer({self._var.type})"
+        text = convert(self.value)
+        remember_text(self.__dict__.get("recorder"), text)
+        return text
 
     # -- NEP 13 / NEP 18 ---------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -99,9 +115,6 @@ class Tracer:
         if active() is self.recorder:
             guards.add_guard(self.recorder, self.ir_var, "item", value)
         return value
-
-    def __format__(self, spec):
-        return format(self.value, spec)
 
     def item(self, *args):
         return guards.to_item(self, *args)
@@ -153,6 +166,11 @@ class Tracer:
     def __setitem__(self, key, value):
         from .indexing import setitem
         setitem(self, key, value)
+
+
+def remember_text(recorder, text: str) -> None:
+    if recorder is not None and active() is recorder:
+        recorder.formatted[id(text)] = text
 
 
 def mark_written(tracer: Tracer, new_var) -> None:

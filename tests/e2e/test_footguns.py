@@ -1,5 +1,6 @@
 """Behaviours that tracing changes, one test each, stating what fusejit does (STYLE.md)."""
 import numpy as np
+import pytest
 
 import fusejit
 from tests.oracle import assert_same
@@ -23,6 +24,35 @@ def test_python_scalars_read_from_globals_are_frozen_at_trace_time():
         assert_same(x * 2.0, scaled(x))
     finally:
         SCALE = 2.0
+
+
+def test_printing_traced_values_happens_while_tracing_with_numpys_text(capsys):
+    @fusejit.compile
+    def logged(x, lr):
+        print("x:", x, f"sum={x.sum():.1f}", "lr=%s" % lr)  # noqa: UP031
+        return x * lr
+
+    x = np.array([1.0, 2.0])
+    for lr in (0.5, 0.25):
+        assert_same(x * lr, logged(x, lr))
+    assert capsys.readouterr().out == "x: [1. 2.] sum=3.0 lr=0.5\n"   # the trace's call only
+    assert logged.cache_info()["hits"] == 1
+
+
+@pytest.mark.parametrize("text", [lambda x, lr: str(x[0]), lambda x, lr: repr(x.sum()),
+                                  lambda x, lr: f"{x[0]:.2f}", lambda x, lr: f"lr={lr}",
+                                  lambda x, lr: "%s!" % x.max().item()],  # noqa: UP031
+                         ids=["str", "repr", "format", "f_string", "percent_item"])
+def test_a_returned_string_made_from_a_traced_value_runs_eagerly(text):
+    def described(x, lr):
+        return x * lr, text(x, lr)
+
+    compiled = fusejit.compile(described)
+    for x, lr in ((np.array([3.0, 1.0]), 0.1), (np.array([2.0, 5.0]), 0.2)):
+        want, got = described(x, lr), compiled(x, lr)
+        assert_same(want[0], got[0])
+        assert got[1] == want[1]
+    assert compiled.cache_info()["eager_signatures"] == 1
 
 
 def test_branches_on_static_arguments_and_shapes_are_part_of_the_key():
