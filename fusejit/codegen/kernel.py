@@ -290,7 +290,8 @@ def _specialize(kernel: CompiledKernel):
     outs = [f"o{k}" for k in range(len(kernel.out_types))]
     names = dict(ndarray=np.ndarray, empty=np.empty, coerce=_as_kernel_array, kernel=kernel)
     names["rows"], names["strided"] = kernel._variants[kernel._parallel]
-    lines = [f"def fast_call({', '.join(inputs)}, out=None):", "    if out is None:"]
+    leading = "".join(name + ", " for name in inputs)   # none for np.zeros_like's kernel
+    lines = [f"def fast_call({leading}out=None):", "    if out is None:"]
     for name, (alloc, _, dtype) in zip(outs, kernel._out_specs, strict=True):
         names[f"dtype_{name}"] = dtype
         lines.append(f"        {name} = empty({alloc!r}, dtype_{name})")
@@ -299,7 +300,7 @@ def _specialize(kernel: CompiledKernel):
     lines.append(f"        result = ({', '.join(results)},)")
     if not kernel._zero_d_out:  # arena views of 0-d outputs need __call__'s reshape
         lines += ["    elif type(out) is tuple:", f"        ({', '.join(outs)},) = result = out"]
-    lines += ["    else:", f"        return kernel({', '.join(inputs)}, out=out)"]
+    lines += ["    else:", f"        return kernel({leading}out=out)"]
     for name, shape in zip(inputs, kernel.in_shapes, strict=True):
         shape = tuple(shape)
         check = f"type({name}) is not ndarray or {name}.shape != {shape!r}" if shape else "True"

@@ -89,8 +89,10 @@ def _stores_after_last_read(plan: KernelPlan, body: Graph, over: dict[int, int],
         return not limited
     if plan.columns or any(r.op in ("argmax", "argmin") for r in plan.reduces):
         return False
+    # depth >= 1 with one pass: an outer value (a row of one element: the reduced axis has
+    # length 1), stored once per row after its only pass.
     last = plan.passes - 1
-    return all(plan.depth.get(body.outputs[k], 0) >= last > 0 for k in over)
+    return all(plan.depth.get(body.outputs[k], 0) >= max(last, 1) for k in over)
 
 
 def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan,
@@ -514,7 +516,8 @@ class _Emitter:
             lines.append(f"{INDENT}{self.names[node.out]} = {self.scalar_expr(node)}")
         for k, var in enumerate(self.body.outputs):
             if plan.region_of.get(var) == "outer" and plan.depth[var] == depth:
-                lines.append(f"{INDENT}out{k}[{index_text(var.type.shape, shape, exprs)}] = "
+                array = f"in{self.over[k]}" if k in self.over else f"out{k}"
+                lines.append(f"{INDENT}{array}[{index_text(var.type.shape, shape, exprs)}] = "
                              f"{self.ref(var)}")
         return lines
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +18,9 @@ log = topic("runtime")
 guard_log = topic("guards")
 RETRACE = object()  # a captured array changed shape or dtype: trace this signature again
 MISS = object()     # no compiled path's guards hold for this call
+# Replay errors that are fusejit's own bugs, never NumPy's answer: raised under strict mode
+# (FUSEJIT_STRICT=1, the test suite's), where other errors trace again to raise NumPy's.
+INTERNAL_ERRORS = (SyntaxError, NameError, AttributeError, AssertionError)
 ALIASED = object()  # an array the program writes shares memory with another input: eager
 
 
@@ -100,6 +104,8 @@ class TraceTree:
                 self._drop(path, exc)
                 return MISS
             except Exception:  # noqa: BLE001 -- re-running the body eagerly gives NumPy's answer
+                if config.strict() and isinstance(sys.exc_info()[1], INTERNAL_ERRORS):
+                    raise
                 self.replay_errors += 1
                 return MISS
         return MISS

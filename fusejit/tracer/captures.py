@@ -90,7 +90,7 @@ def _view_again(base, geometry) -> np.ndarray | None:
 
 def _arrays(obj, depth, steps=()):
     """(steps, array) for the arrays reachable from obj within ``depth`` levels."""
-    if isinstance(obj, np.ndarray):
+    if type(obj) is np.ndarray:     # not a Tracer stored on self while tracing
         yield steps, obj
         return
     if depth == 0:

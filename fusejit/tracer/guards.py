@@ -106,19 +106,23 @@ def _scalar_var(tracer, dtype):
     return var
 
 
-def _next_use() -> str:
+def _next_use() -> tuple[str, str]:
     """What the innermost user frame does with the value being computed: "return",
-    "format" or "other" (read from its bytecode after the current call)."""
+    "format" (with the f-string field's format spec) or "other" (read from its bytecode
+    after the current call)."""
     frames = user_frames(2)
     if not frames:
-        return "other"
+        return "other", ""
     frame = frames[0]
-    after = [i.opname for i in dis.get_instructions(frame.f_code) if i.offset > frame.f_lasti]
-    if after[:1] == ["RETURN_VALUE"]:
-        return "return"
-    if after[:1] == ["FORMAT_VALUE"] or after[:2] == ["LOAD_CONST", "FORMAT_VALUE"]:
-        return "format"
-    return "other"
+    after = [i for i in dis.get_instructions(frame.f_code) if i.offset > frame.f_lasti][:2]
+    names = [i.opname for i in after]
+    if names[:1] == ["RETURN_VALUE"]:
+        return "return", ""
+    if names[:1] == ["FORMAT_VALUE"]:
+        return "format", ""
+    if names == ["LOAD_CONST", "FORMAT_VALUE"] and isinstance(after[0].argval, str):
+        return "format", after[0].argval
+    return "other", ""
 
 
 def python_float(recorder, var, value: float) -> float:
@@ -128,8 +132,13 @@ def python_float(recorder, var, value: float) -> float:
     value = float(value)
     if recorder is None or active() is not recorder or recorder.fallback is not None:
         return value
-    use = _next_use()
-    if use == "format":
+    use, spec = _next_use()
+    if use == "format":   # no guard; a returned string holding the text runs eagerly
+        try:
+            text = format(value, spec)
+        except ValueError:    # a spec float refuses: Python raises it in the f-string itself
+            return value
+        recorder.formatted[id(text)] = text
         return value
     returned = value if use == "return" else None
     recorder.guards.append(GuardRecord(var, "float", value, current_loc(), returned))

@@ -33,7 +33,21 @@ _OWN_SLOTS = frozenset({"value", "recorder", "link", "owns"})
 
 class Tracer:
     __array_priority__ = 1000.0
-    __hash__ = None  # like ndarray: == is elementwise
+
+    @property
+    def __class__(self):
+        """The traced value's class (``np.ndarray``, ``np.float32``, ``float``), so the body's
+        ``isinstance(x, np.ndarray)`` takes the branch it takes eagerly; ``type(x)`` still
+        says ``Tracer``."""
+        value = self.__dict__.get("value")
+        return type(value) if isinstance(value, (np.ndarray, np.generic, float)) else Tracer
+
+    def __hash__(self):
+        """Arrays are unhashable, as NumPy's; a scalar's hash guards its value."""
+        value = self.__dict__.get("value")
+        if isinstance(value, np.ndarray):
+            raise TypeError("unhashable type: 'numpy.ndarray'")
+        return hash(guards.to_item(self) if isinstance(value, np.generic) else float(self))
 
     def __init__(self, value, var, recorder, link: ViewLink | None = None):
         self.value = value

@@ -141,7 +141,8 @@ def emit_ufunc(rec, op, values, weak=False):
 
 
 class _Boxed:
-    """A raw index array that must stay an operand (never baked into the key)."""
+    """An index item that must stay an operand (never baked into the key): a proxy (whose
+    ``__class__`` says ndarray or np.int64) or a raw integer array."""
 
     def __init__(self, array):
         self.array = array
@@ -150,8 +151,8 @@ class _Boxed:
 def encode_index(rec, index):
     """(key, operand Vars) for a NumPy index: proxies and raw int arrays become operands."""
     items = index if isinstance(index, tuple) else (index,)
-    items = tuple(_Boxed(i) if type(i) is np.ndarray and i.dtype.kind in "iu" else i
-                  for i in items)
+    items = tuple(_Boxed(i) if isinstance(i, Tracer)
+                  or (type(i) is np.ndarray and i.dtype.kind in "iu") else i for i in items)
     arrays: list = []
     key = indexing.encode(items, arrays)
     operands = [rec.operand(a.array if isinstance(a, _Boxed) else a) for a in arrays]

@@ -41,8 +41,9 @@ def test_printing_traced_values_happens_while_tracing_with_numpys_text(capsys):
 
 @pytest.mark.parametrize("text", [lambda x, lr: str(x[0]), lambda x, lr: repr(x.sum()),
                                   lambda x, lr: f"{x[0]:.2f}", lambda x, lr: f"lr={lr}",
-                                  lambda x, lr: "%s!" % x.max().item()],  # noqa: UP031
-                         ids=["str", "repr", "format", "f_string", "percent_item"])
+                                  lambda x, lr: "%s!" % x.max().item(),  # noqa: UP031
+                                  lambda x, lr: f"loss={float(x.sum()):.3f}"],
+                         ids=["str", "repr", "format", "f_string", "percent_item", "float"])
 def test_a_returned_string_made_from_a_traced_value_runs_eagerly(text):
     def described(x, lr):
         return x * lr, text(x, lr)
@@ -53,6 +54,21 @@ def test_a_returned_string_made_from_a_traced_value_runs_eagerly(text):
         assert_same(want[0], got[0])
         assert got[1] == want[1]
     assert compiled.cache_info()["eager_signatures"] == 1
+
+
+def test_type_checks_in_the_body_see_numpys_classes():
+    def checked(x, lr):
+        array = isinstance(x, np.ndarray) and isinstance(x.sum(), np.floating)
+        scalar = isinstance(x[0], float) and isinstance(lr, float)
+        return (x * 2 if array and scalar else x), {x[1]: "hit"}.get(2.0, "miss")
+
+    compiled = fusejit.compile(checked)
+    for values in ([3.0, 1.0], [3.0, 2.0], [1.0, 2.0]):   # hash(x[1]) guards its value
+        x = np.array(values)
+        want, got = checked(x, 0.1), compiled(x, 0.1)
+        assert_same(want[0], got[0])
+        assert got[1] == want[1]
+    assert compiled.cache_info()["traces"] == 2
 
 
 def test_branches_on_static_arguments_and_shapes_are_part_of_the_key():

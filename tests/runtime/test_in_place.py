@@ -205,3 +205,25 @@ def test_small_product_left_to_numpy_is_written_over_in_its_own_array():
     kept = first.copy()
     assert_same(mlp(-x, W1, B1, W2, B2), compiled(-x, W1, B1, W2, B2))
     assert_same(kept, first)
+
+
+def _scores_normalized(q, k):
+    a = q @ k
+    a = a - a.max(-1, keepdims=True)
+    return a / a.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn", [softmax, layer_norm, _scores_normalized],
+                         ids=["softmax", "layer_norm", "scores"])
+def test_rows_of_one_element_store_their_outer_values_in_place(fn):
+    # A reduced axis of length 1 (attention over one key): the values after the reduction are
+    # outer values, stored once per row after its only pass, into the dying input's buffer.
+    rng = np.random.default_rng(3)
+    args = {softmax: (rng.standard_normal((6, 1)).astype(np.float32),),
+            layer_norm: (rng.standard_normal((6, 1)).astype(np.float32), np.ones(1, np.float32),
+                         np.zeros(1, np.float32)),
+            _scores_normalized: (rng.random((3, 4)), rng.random((4, 1)))}[fn]
+    compiled = fusejit.compile(fn)
+    for _ in range(2):
+        assert_same(fn(*args), compiled(*args))
+    assert compiled.cache_info()["hits"] == 1

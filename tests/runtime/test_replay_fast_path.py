@@ -85,3 +85,18 @@ def test_a_guarded_branch_still_picks_its_path_on_replay():
         assert_same(body(x), compiled(x))
     (tree,) = compiled._entries.values()
     assert [path.hits for path in tree.paths] == [1, 1]  # a failed guard is not a hit
+
+
+def test_a_kernel_without_inputs_replays():
+    # np.zeros_like(x) is a kernel with no inputs (its fast call took no leading arguments).
+    def gradient_buffer(x, ids):
+        g = np.zeros_like(x)
+        np.add.at(g, ids, 1.0)
+        return g, np.zeros_like(x)
+
+    compiled = fusejit.compile(gradient_buffer)
+    x, ids = np.ones((5, 3)), np.array([1, 1, 4])
+    for _ in range(3):
+        assert_same(gradient_buffer(x, ids), compiled(x, ids))
+    info = compiled.cache_info()
+    assert info["traces"] == 1 and info["hits"] == 2
