@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ir import Graph, TensorType, Var
 from .captures import Capture, Roots
+from .containers import detect_container_writes, pair_containers
 from .context import Fallback, Recorder, active, sanitize, set_active
 from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
@@ -106,11 +107,13 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
                                                    for i, leaf in enumerate(leaves)])
     random_before = _random_state_token()
     before = snapshot(leaves, fn)
+    containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)
     try:
         result = fn(*proxy_args, **proxy_kwargs)
     finally:
         set_active(None)
+    detect_container_writes(recorder, containers)
     _note_random(recorder, random_before)
     from .outputs import finish
     return finish(recorder, result, proxies, arg_leaves, before)

@@ -1,14 +1,15 @@
 """Python side effects that a replay would lose, found by comparing argument objects.
 
 Before recording, each static argument object (a non-pytree leaf with a ``__dict__``, and
-``fn.__self__`` for a bound method) has its attributes copied shallowly, and every list held
-by such an attribute is copied too. After recording:
+``fn.__self__`` for a bound method) has its attributes copied shallowly, and every list or
+dict held by such an attribute has its items noted too. After recording:
 
 - an attribute rebound to a pytree whose leaves are all traced arrays becomes an
   ``AttrWrite``: the runtime sets it again after each replay (``self.w = self.w - lr * g``);
 - an attribute rebound to anything else holding traced values (a traced Python float, a mix
-  with untraced leaves), or a list attribute that changed and now holds traced values
-  (``self.history.append(loss)``), makes the trace an eager fallback: replay would lose it.
+  with untraced leaves), or a list or dict attribute whose items changed and now hold traced
+  values (``self.history.append(loss)``, ``self.m[k] = 0.9 * self.m[k] + g``), makes the
+  trace an eager fallback: replay would lose it.
 
 Either way the object is left holding concrete values, never proxies. Rebinding to untraced
 values (``self.steps += 1``) is a Python side effect that happens only while tracing.
@@ -40,7 +41,7 @@ class Snapshot:
     leaf: int | None
     obj: object
     attrs: dict
-    lists: dict               # attribute name -> copy of the list it held
+    lists: dict               # attribute name -> the items of the list or dict it held
 
 
 def _watchable(obj) -> bool:
@@ -56,7 +57,7 @@ def snapshot(leaves, fn=None) -> list[Snapshot]:
     snaps = []
     for index, obj in targets:
         attrs = dict(vars(obj))
-        lists = {k: list(v) for k, v in attrs.items() if type(v) is list}
+        lists = {k: _items(v) for k, v in attrs.items() if type(v) in (list, dict)}
         snaps.append(Snapshot(index, obj, attrs, lists))
     return snaps
 
@@ -85,10 +86,12 @@ def _check_attr(recorder, snap, name, value):
     label = f"{'self' if snap.leaf is None else f'argument {snap.leaf}'}.{name}"
     old = snap.attrs.get(name, _MISSING)
     if old is value:
-        if name in snap.lists and _list_changed(snap.lists[name], value) \
-                and _has_traced(value):
-            _lose(recorder, f"traced values appended to the list {label}")
-            value[:] = unwrap(value)
+        if name in snap.lists and _items(value) != snap.lists[name] and _has_traced(value):
+            _lose(recorder, f"traced values stored into the {type(value).__name__} {label}")
+            if type(value) is dict:
+                value.update({key: unwrap(item) for key, item in value.items()})
+            else:
+                value[:] = unwrap(value)
         return None
     if not _has_traced(value):
         return None
@@ -106,9 +109,10 @@ def _check_attr(recorder, snap, name, value):
 _MISSING = object()
 
 
-def _list_changed(before: list, after) -> bool:
-    return type(after) is not list or len(before) != len(after) or any(
-        a is not b for a, b in zip(before, after, strict=True))
+def _items(container) -> list:
+    """(key, id(item)) pairs: a container changed when they differ."""
+    pairs = container.items() if type(container) is dict else enumerate(container)
+    return [(key, id(item)) for key, item in pairs]
 
 
 def _lose(recorder, what: str) -> None:

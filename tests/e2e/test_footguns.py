@@ -71,6 +71,55 @@ def test_type_checks_in_the_body_see_numpys_classes():
     assert compiled.cache_info()["traces"] == 2
 
 
+def _adam_moments(m, g):
+    m["v"] = 0.9 * m["v"] + 0.1 * g * g          # a new array into the caller's dict
+    m["steps"][0] = m["steps"][0] + 1            # into a nested list
+    return g.sum()
+
+
+def _momentum_in_place(m, g):
+    m["v"] *= 0.9                                # in place: traced and replayed
+    m["v"] += g
+    return g.sum()
+
+
+@pytest.mark.parametrize("step", [_adam_moments, _momentum_in_place])
+def test_items_stored_into_argument_dicts_and_lists_reach_the_caller(step):
+    # The body runs on copies of the argument containers: items stored into them make the
+    # signature run eagerly, and the first call puts them into the caller's containers.
+    compiled = fusejit.compile(step)
+    state = lambda: {"v": np.ones(3), "steps": [np.zeros(1)]}
+    eager, traced = state(), state()
+    steps_list = traced["steps"]
+    for scale in (1.0, 2.0, 3.0):
+        g = np.arange(3.0) * scale
+        assert_same(step(eager, g), compiled(traced, g))
+        assert_same(eager["v"], traced["v"])
+        assert_same(eager["steps"][0], traced["steps"][0])
+    assert traced["steps"] is steps_list
+    in_place = step is _momentum_in_place
+    assert compiled.cache_info()["eager_signatures"] == (0 if in_place else 1)
+
+
+class _Optimizer:
+    def __init__(self):
+        self.m = {"w": np.ones(3)}
+
+    def step(self, g):
+        self.m["w"] = self.m["w"] * 0.5 + g
+        return g.sum()
+
+
+def test_items_stored_into_a_dict_attribute_run_eagerly():
+    eager, traced = _Optimizer(), _Optimizer()
+    compiled = fusejit.compile(_Optimizer.step)
+    for scale in (1.0, 2.0, 3.0):
+        g = np.full(3, scale)
+        assert_same(eager.step(g), compiled(traced, g))
+        assert_same(eager.m["w"], traced.m["w"])
+    assert "dict" in str(compiled.explain(traced, g))
+
+
 def test_branches_on_static_arguments_and_shapes_are_part_of_the_key():
     @fusejit.compile
     def head(x, n):
