@@ -8,7 +8,7 @@ import threading
 import time
 import types
 
-from .. import config
+from .. import config, fperrors
 from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
 from ..tracer import flatten, trace
@@ -83,6 +83,8 @@ class CompiledFunction:
 
     # -- the call path -------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if fperrors.raising():
+            return self._run_eager(self.fn, args, kwargs, fperrors.REASON)
         if self.static_argnames:
             fn, args, kwargs, statics = self._split_static(args, kwargs)
             target = (self.target, statics)

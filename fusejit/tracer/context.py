@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import config
+from .. import config, fperrors
 from ..errors import EagerFallback, FusejitError, UnsupportedError
 from ..ir import Lit, Loc, Node, TensorType, Var, ops
 from .captures import Roots, find_capture
@@ -238,6 +238,9 @@ def surface(compute, record, args, kwargs):
             recorder.internal(f"{type(exc).__name__}: {exc}")
     concrete = compute(*unwrap(args), **unwrap(kwargs))
     if recorder is None or recorder.fallback is not None:
+        return concrete
+    if fperrors.raising():
+        recorder.set_fallback(fperrors.REASON)
         return concrete
     try:
         return record(recorder, concrete, *args, **kwargs)

@@ -120,6 +120,27 @@ def test_items_stored_into_a_dict_attribute_run_eagerly():
     assert "dict" in str(compiled.explain(traced, g))
 
 
+def test_numpy_asked_to_raise_on_float_errors_runs_eagerly():
+    def guarded_log(x):
+        with np.errstate(divide="raise"):
+            return np.log(x) * 2
+
+    def divide(x, y):
+        return x / y
+
+    inside, outside = fusejit.compile(guarded_log), fusejit.compile(divide)
+    ones, zeros = np.ones(3), np.zeros(3)
+    assert_same(guarded_log(ones), inside(ones))
+    with pytest.raises(FloatingPointError, match="divide by zero"):
+        inside(zeros)
+    assert inside.cache_info()["eager_signatures"] == 1
+    for _ in range(2):
+        assert_same(ones / zeros, outside(ones, zeros))       # compiled: inf, no raise
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        outside(ones, zeros)
+    assert outside.cache_info()["hits"] == 1 and outside.cache_info()["eager_calls"] == 1
+
+
 def test_branches_on_static_arguments_and_shapes_are_part_of_the_key():
     @fusejit.compile
     def head(x, n):
