@@ -27,6 +27,11 @@ from .sink_splits import sink_splits
 # (measured: ~14 s at 1,000 ops), while a chain cut into equal pieces compiles one kernel that
 # every piece reuses.
 MAX_KERNEL_OPS = 128
+# Horizontal merging tries the last few open kernels of a shape, not all of them: each try is
+# a cycle check that walks the graph back to the candidate, and in an unrolled loop (an LSTM
+# over 100 steps: 100 kernels of one shape, each depending on the one before) trying all of
+# them was quadratic in kernels times the graph: 30 of a 33 s compile.
+HORIZONTAL_WINDOW = 8
 
 __all__ = ["Refusal", "fuse"]
 
@@ -145,7 +150,8 @@ class _Fuser:
         merges, open_groups = 0, {}   # shape -> groups merged so far, in program order
         for group in self._elementwise_groups():
             candidates = open_groups.setdefault(group.shape, [])
-            target = next((c for c in candidates if self._horizontal_ok(c, group)), None)
+            target = next((c for c in candidates[-HORIZONTAL_WINDOW:]
+                           if self._horizontal_ok(c, group)), None)
             if target is None:
                 candidates.append(group)
                 continue

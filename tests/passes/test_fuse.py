@@ -419,6 +419,24 @@ def test_horizontal_siblings_reading_one_input_become_one_kernel():
     check_same(graph, result.graph, rand(6, 5), rand(6, 5), rand(6, 5))
 
 
+def test_horizontal_merging_tries_only_the_last_open_kernels(monkeypatch):
+    # An unrolled recurrence: 40 same-shape kernels that all read w, each depending on the one
+    # before through a reshape. Each merge try is a cycle check walking back to the candidate:
+    # tried against every earlier kernel that was quadratic in kernels times the graph.
+    from fusejit.passes import fuse as fuse_module
+    tries = []
+    original = fuse_module._Fuser._horizontal_ok
+    monkeypatch.setattr(fuse_module._Fuser, "_horizontal_ok",
+                        lambda self, c, g: tries.append(1) or original(self, c, g))
+    b = Builder()
+    w, h = b.arg((3, 4)), b.arg((3, 4))
+    for _ in range(40):
+        h = b("reshape", b("tanh", b("add", w, h)), shape=(3, 4))
+    result = fuse(b.graph(h))
+    assert result.stats["horizontal"] == 0
+    assert len(tries) <= 40 * 8   # not 40 * 39 / 2
+
+
 def test_horizontal_merge_refused_with_reason_when_it_would_close_a_cycle():
     b = Builder()
     x = b.arg((3, 4))
