@@ -83,14 +83,15 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
 def _stores_after_last_read(plan: KernelPlan, body: Graph, over: dict[int, int],
                             limited: bool) -> bool:
     """Whether each output in ``over`` is stored after the kernel last reads its input: an
-    elementwise kernel that runs once, or the last pass over each row of a row-persistent
+    elementwise kernel that runs once, or the last pass over each row (or column) of a
     reduction without argmax/argmin (which scans its blocks again after the stores)."""
     if plan.reduce is None:
         return not limited
-    if plan.columns or any(r.op in ("argmax", "argmin") for r in plan.reduces):
+    if any(r.op in ("argmax", "argmin") for r in plan.reduces):
         return False
-    # depth >= 1 with one pass: an outer value (a row of one element: the reduced axis has
-    # length 1), stored once per row after its only pass.
+    # depth >= 1 with one pass: an outer value (the reduced axes have length 1, as an output
+    # the shape of its input needs), stored once per row after its only pass, or by a
+    # ``columns`` kernel once per column after the loop that read the columns.
     last = plan.passes - 1
     return all(plan.depth.get(body.outputs[k], 0) >= max(last, 1) for k in over)
 

@@ -213,16 +213,22 @@ def _scores_normalized(q, k):
     return a / a.sum(-1, keepdims=True)
 
 
-@pytest.mark.parametrize("fn", [softmax, layer_norm, _scores_normalized],
-                         ids=["softmax", "layer_norm", "scores"])
+def _column_spread(a):
+    x = np.maximum(a, -a)                        # dies in the column kernel below
+    return np.std(x, axis=1, keepdims=True)      # axis 1 of (3, 1, 4): the last axis is kept
+
+
+@pytest.mark.parametrize("fn", [softmax, layer_norm, _scores_normalized, _column_spread],
+                         ids=["softmax", "layer_norm", "scores", "columns"])
 def test_rows_of_one_element_store_their_outer_values_in_place(fn):
     # A reduced axis of length 1 (attention over one key): the values after the reduction are
-    # outer values, stored once per row after its only pass, into the dying input's buffer.
+    # outer values, stored once per row (or column) after the reads, over the dying input.
     rng = np.random.default_rng(3)
     args = {softmax: (rng.standard_normal((6, 1)).astype(np.float32),),
             layer_norm: (rng.standard_normal((6, 1)).astype(np.float32), np.ones(1, np.float32),
                          np.zeros(1, np.float32)),
-            _scores_normalized: (rng.random((3, 4)), rng.random((4, 1)))}[fn]
+            _scores_normalized: (rng.random((3, 4)), rng.random((4, 1))),
+            _column_spread: (rng.standard_normal((3, 1, 4)).astype(np.float32),)}[fn]
     compiled = fusejit.compile(fn)
     for _ in range(2):
         assert_same(fn(*args), compiled(*args))
