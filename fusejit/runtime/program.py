@@ -39,10 +39,18 @@ class GuardCheck:
             observed = _convert(value, self.convert)
         except (TypeError, ValueError, OverflowError):  # int(nan): no path was traced for it
             return False
-        if isinstance(self.expected, float) and isinstance(observed, float):
-            return observed == self.expected or (observed != observed and
-                                                  self.expected != self.expected)
-        return observed == self.expected
+        return _same(observed, self.expected)
+
+
+def _same(observed, expected) -> bool:
+    """Equal, with NaN equal to NaN (a guard on a NaN loss would otherwise never hold), and
+    the same inside the lists of ``tolist``."""
+    if isinstance(expected, float) and isinstance(observed, float):
+        return observed == expected or (observed != observed and expected != expected)
+    if isinstance(expected, list) and isinstance(observed, list):
+        return len(observed) == len(expected) and all(
+            _same(a, b) for a, b in zip(observed, expected, strict=True))
+    return observed == expected
 
 
 def _convert(value, how):

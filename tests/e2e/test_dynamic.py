@@ -134,3 +134,19 @@ def test_attribute_rebinding_on_self_is_replayed():
         expected = Model.sgd.fn(eager, g, 0.5)
         assert_same(expected, compiled.sgd(g, 0.5))
         assert_same(eager.w, compiled.w)
+
+
+def test_guards_on_nan_values_hold_for_the_same_nan():
+    # A diverged loss: a guard that observed NaN holds when NaN comes again, as a float and
+    # inside a tolist() (NaN != NaN would trace again on every call).
+    def scaled(x):
+        if float(x.min()) > 0:
+            return x * 2
+        return x * len(x.tolist()) + x.tolist()[0][0]
+
+    compiled = fusejit.compile(scaled)
+    x = np.array([[np.nan, 1.0]])
+    for _ in range(3):
+        assert_same(scaled(x), compiled(x))
+    info = compiled.cache_info()
+    assert info["traces"] == 1 and info["hits"] == 2
