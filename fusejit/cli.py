@@ -28,8 +28,9 @@ def main(argv=None) -> int:
         if args.debug:
             traceback.print_exc()
         else:
-            print(f"fusejit: error: {type(exc).__name__}: {exc} (rerun with --debug for the "
-                  "traceback)", file=sys.stderr)
+            notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+            print(f"fusejit: error: {type(exc).__name__}: {exc}{notes} (rerun with --debug for "
+                  "the traceback)", file=sys.stderr)
         return EXIT_FAILURE
 
 
@@ -109,8 +110,9 @@ def run_dump(args) -> int:
 def _dump_text(compiled, entry, args, call_args, call_kwargs) -> str:
     from .runtime.explain import STAGES, stage_text
     from .runtime.export import graph_dot, graph_json
-    if args.stage not in STAGES + ("ptx",):
-        raise CliError(f"unknown stage {args.stage!r}; choose from {', '.join(STAGES)}, ptx")
+    for stage in (args.stage, *args.print_after):
+        if stage not in STAGES + ("ptx",):
+            raise CliError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}, ptx")
     if args.target == "cuda" and args.stage in ("source", "ptx", "kernels"):
         return _cuda_text(entry, args.stage)
     if args.stage == "ptx":

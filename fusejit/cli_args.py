@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ def load_function(target: str):
         raise CliError(f"expected FILE.py:FUNC, got {target!r}")
     file = Path(path)
     if not file.is_file():
-        raise CliError(f"no such file: {path}")
+        raise CliError(f"not a file: {path}" if file.exists() else f"no such file: {path}")
     module_name = f"fusejit_user_{file.stem}"
     spec = importlib.util.spec_from_file_location(module_name, file)
     module = importlib.util.module_from_spec(spec)
@@ -74,10 +75,26 @@ def build_arguments(fn, specs, module, seed=0):
     values: dict = {}
     for spec in specs:
         name, sep, text = spec.partition("=")
-        if not sep:
+        if not sep or not all(name.strip().split(".")):
             raise CliError(f"--arg expects NAME=VALUE, got {spec!r}")
         _insert(values, name.strip().split("."), parse_value(text, rng))
-    return (), _listify(values)
+    return _in_signature_order(fn, _listify(values))
+
+
+def _in_signature_order(fn, values: dict) -> tuple[tuple, dict]:
+    """The named values as positional arguments in ``fn``'s parameter order (so the IR lists
+    them as the source does), up to the first one not given; the rest as keywords."""
+    positional = []
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return (), values
+    for parameter in parameters:
+        if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD) \
+                or parameter.name not in values:
+            break
+        positional.append(values.pop(parameter.name))
+    return tuple(positional), values
 
 
 def _is_pair(result) -> bool:

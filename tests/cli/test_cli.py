@@ -7,6 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 GELU = f"{ROOT}/bench/models/gelu.py:gelu"
 BLOCK = f"{ROOT}/bench/models/gpt2_block.py:block"
@@ -101,6 +103,37 @@ def test_error_in_user_model_is_one_line_unless_debug():
     assert "Traceback" not in result.stderr and "--debug" in result.stderr
     result = fusejit("--debug", "dump", GELU, "--arg", "x=f32[4,4]", "--arg", "y=f32[2]")
     assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+def test_dump_lists_arguments_in_the_functions_order(tmp_path):
+    model = tmp_path / "scaled.py"
+    model.write_text("def scaled(x, g, eps=1e-5):\n    return x * g + eps\n")
+    result = fusejit("dump", f"{model}:scaled", "--arg", "g=f32[8]", "--arg", "x=f32[4,8]",
+                     "--stage", "traced")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("def scaled(x: f32[4,8], g: f32[8]) -> f32[4,8]:")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--arg", "=f32[4]"], "--arg expects NAME=VALUE"),
+    (["--arg", "x=f32[4]", "--print-after", "bogus"], "unknown stage 'bogus'"),
+], ids=["empty_name", "print_after"])
+def test_usage_mistakes_exit_with_code_2(args, message):
+    result = fusejit("dump", GELU, *args)
+    assert result.returncode == 2 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_directory_is_not_a_model_file(tmp_path):
+    result = fusejit("dump", f"{tmp_path}:f")
+    assert result.returncode == 2 and "not a file" in result.stderr
+
+
+def test_error_in_user_model_names_its_source_line():
+    result = fusejit("dump", BLOCK, "--arg", "x=f32[8,16]", *BLOCK_ARGS[2:])
+    assert result.returncode == 1
+    assert "ValueError" in result.stderr and "raised at " in result.stderr
+    assert "gpt2_block.py:" in result.stderr
 
 
 def test_cache_info_and_clear(tmp_path):
