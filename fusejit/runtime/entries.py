@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,8 +102,8 @@ class TraceTree:
             except NumbaError as exc:  # a kernel compiles at its first run, and this one failed
                 self._drop(path, exc)
                 return MISS
-            except Exception:  # noqa: BLE001 -- re-running the body eagerly gives NumPy's answer
-                if config.strict() and isinstance(sys.exc_info()[1], INTERNAL_ERRORS):
+            except Exception as exc:  # noqa: BLE001 -- the body run eagerly gives NumPy's answer
+                if config.strict() and isinstance(exc, INTERNAL_ERRORS):
                     raise
                 self.replay_errors += 1
                 return MISS
