@@ -18,6 +18,7 @@ from pathlib import Path
 # this import; a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from .. import config
 from ..ir import Graph, Lit, Node, Var
 from . import reductions, source_cache
 from .kernel import CompiledKernel, KernelPlan, plan_kernel
@@ -48,9 +49,10 @@ def kernel_source(node: Node, in_place=()) -> tuple[str, KernelPlan]:
 
     Identical bodies (the same kernel in each of 12 transformer layers) are generated once:
     the source is remembered under the body's exact structure, shapes included. The plan is
-    always rebuilt: it refers to this body's own Vars."""
+    always rebuilt: it refers to this body's own Vars. The vector width the source asks for
+    (``config.vector_bits``) is part of the key."""
     body = node.attr["body"]
-    key = _structure_key(body), tuple(in_place)
+    key = _structure_key(body), tuple(in_place), config.vector_bits()
     source = _SOURCES.get(key)
     if source is None:
         source, plan = generate_source(body, in_place)

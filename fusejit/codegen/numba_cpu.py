@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 
+from .. import config
 from ..ir import Graph, Lit, Node, Var, ops
 from . import reductions
 from .kernel import KernelPlan, plan_kernel
@@ -108,9 +109,25 @@ def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan,
         text.append(f"def {prefix}_{variant}({params}):")
         loop = "numba.prange" if variant == "parallel" else "range"
         body = parallel_lines if variant == "parallel" and parallel_lines else lines
-        text += [line.replace("$RANGE0", loop).replace("$RANGE", "range") for line in body]
+        body = [line.replace("$RANGE0", loop).replace("$RANGE", "range") for line in body]
+        text += _with_vector_width(body)
         text += [f"{INDENT}return True", "", ""]
     return text
+
+
+def _with_vector_width(lines: list[str]) -> list[str]:
+    """``lines`` preceded by a ``vector_width(bits)`` call (``config.vector_bits``), and with
+    one more at the top of each ``prange`` body, which Numba compiles as a function of its own."""
+    bits = config.vector_bits()
+    if bits is None:
+        return lines
+    call = f"vector_width({bits})"
+    out = [INDENT + call]
+    for line in lines:
+        out.append(line)
+        if "numba.prange(" in line:
+            out.append(line[:len(line) - len(line.lstrip())] + INDENT + call)
+    return out
 
 
 def _aliases(alias: str, target: str) -> list[str]:

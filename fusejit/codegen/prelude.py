@@ -35,7 +35,7 @@ __all__ = sorted(VECTOR_NAMES.values()) + sorted(LIMITED_NAMES.values()) + [
     "ffmin", "floor", "fmaximum", "fminimum", "fmod_py", "fsign", "ifloordiv", "imod",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "np", "numba",
     "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan",
-    "tanh", "unit_row",
+    "tanh", "unit_row", "vector_width",
 ]
 
 _inline = numba.njit(inline="always", error_model="numpy")
@@ -81,6 +81,22 @@ def crow(typingctx, array, lead):
                        shape=[shape[-1]], strides=[itemsize], itemsize=itemsize, meminfo=None)
         return row._getvalue()
     return result(array, lead), codegen
+
+
+@intrinsic
+def vector_width(typingctx, bits):
+    """Asks LLVM to vectorize the function being lowered ``bits`` wide (a literal int): a
+    ``"prefer-vector-width"`` attribute, read by the x86 backend per function. A call inside a
+    ``prange`` body marks the parfor's outlined function, where the loops are."""
+    if not isinstance(bits, types.IntegerLiteral):
+        return None
+
+    def codegen(context, builder, signature, args):
+        # llvmlite's FunctionAttributes accepts only enum attributes; a string attribute is
+        # printed verbatim in the definition, where LLVM reads it.
+        set.add(builder.function.attributes, f'"prefer-vector-width"="{bits.literal_value}"')
+        return context.get_dummy_value()
+    return types.none(bits), codegen
 
 
 @_inline
