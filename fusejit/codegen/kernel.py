@@ -3,12 +3,14 @@ callable ``CompiledKernel`` the runtime holds per fused node."""
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..ir import Graph, Node, Var, ops
 from . import reductions
+from .placement import MIN_BYTES, empty_apart
 from .work import runs_parallel
 
 
@@ -227,14 +229,15 @@ class CompiledKernel:
                   else _as_kernel_array(x, shape)
                   for x, shape in zip(inputs, shapes, strict=False)]  # lengths checked above
         if out is not None:
-            outs = out if type(out) is tuple else self._complete(out)
+            outs = out if type(out) is tuple else self._complete(out, arrays)
             views = [o.reshape(padded(o.shape)) if o.ndim == 0 else o for o in outs]
         elif self._zero_d_out:
             views = [np.empty(shape, dtype) for shape, dtype in self._allocs]
             outs = tuple(v if shape else v.reshape(()) for v, (_, shape, _) in
                          zip(views, self._out_specs, strict=True))
         else:
-            outs = views = tuple([np.empty(shape, dtype) for shape, dtype in self._allocs])
+            outs = views = tuple([empty_apart(shape, dtype, arrays)
+                                  for shape, dtype in self._allocs])
         if self.in_place:
             outs, views = self._take_over(arrays, outs, views)
         rows, strided = self._variants[self._parallel if parallel is None else bool(parallel)]
@@ -248,9 +251,9 @@ class CompiledKernel:
         outs = tuple(arrays[over[k]] if k in over else o for k, o in enumerate(outs))
         return outs, [v for k, v in enumerate(views) if k not in over]
 
-    def _complete(self, out) -> tuple:
+    def _complete(self, out, arrays) -> tuple:
         """``out`` (a list) with a new array for each None (an output the caller will see)."""
-        return tuple(np.empty(shape, dtype) if o is None else o
+        return tuple(empty_apart(shape, dtype, arrays) if o is None else o
                      for o, (_, shape, dtype) in zip(out, self._out_specs, strict=True))
 
     @functools.cached_property
@@ -259,6 +262,23 @@ class CompiledKernel:
         checked with one comparison, the sizes literals, the variant chosen once. Arguments it
         does not expect (a 0-d input, ``out`` as a list) take ``__call__``'s general path."""
         return _specialize(self)
+
+
+def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, names) -> list[str]:
+    """``fast_call``'s ``out`` branches but the last: allocate, or unpack a complete tuple."""
+    lines = ["    if out is None:"]
+    for name, (alloc, _, dtype) in zip(outs, kernel._out_specs, strict=True):
+        names[f"dtype_{name}"] = dtype
+        large = math.prod(alloc) * np.dtype(dtype).itemsize >= MIN_BYTES
+        call = f"apart({alloc!r}, dtype_{name}, {inputs})" if large else \
+            f"empty({alloc!r}, dtype_{name})"
+        lines.append(f"        {name} = {call}")
+    results = [o if spec[1] else f"{o}.reshape(())" for o, spec in zip(outs, kernel._out_specs,
+                                                                        strict=True)]
+    lines.append(f"        result = ({', '.join(results)},)")
+    if not kernel._zero_d_out:  # arena views of 0-d outputs need __call__'s reshape
+        lines += ["    elif type(out) is tuple:", f"        ({', '.join(outs)},) = result = out"]
+    return lines
 
 
 def _as_kernel_array(value, shape) -> np.ndarray:
@@ -285,21 +305,18 @@ def _specialize(kernel: CompiledKernel):
             if not rows(4, 5, in0, in1, in2, o0):
                 strided(4, 5, in0, in1, in2, o0)
             return result
+
+    An output of ``placement.MIN_BYTES`` or more is ``apart(shape, dtype_o0, (in0, ...))``,
+    placed apart from the inputs that are ndarrays.
     """
     inputs = [f"in{j}" for j in range(len(kernel.in_shapes))]
     outs = [f"o{k}" for k in range(len(kernel.out_types))]
-    names = dict(ndarray=np.ndarray, empty=np.empty, coerce=_as_kernel_array, kernel=kernel)
+    names = dict(ndarray=np.ndarray, empty=np.empty, apart=empty_apart, coerce=_as_kernel_array,
+                 kernel=kernel)
     names["rows"], names["strided"] = kernel._variants[kernel._parallel]
     leading = "".join(name + ", " for name in inputs)   # none for np.zeros_like's kernel
-    lines = [f"def fast_call({leading}out=None):", "    if out is None:"]
-    for name, (alloc, _, dtype) in zip(outs, kernel._out_specs, strict=True):
-        names[f"dtype_{name}"] = dtype
-        lines.append(f"        {name} = empty({alloc!r}, dtype_{name})")
-    results = [o if spec[1] else f"{o}.reshape(())" for o, spec in zip(outs, kernel._out_specs,
-                                                                        strict=True)]
-    lines.append(f"        result = ({', '.join(results)},)")
-    if not kernel._zero_d_out:  # arena views of 0-d outputs need __call__'s reshape
-        lines += ["    elif type(out) is tuple:", f"        ({', '.join(outs)},) = result = out"]
+    lines = [f"def fast_call({leading}out=None):"]
+    lines += _allocation_lines(kernel, outs, f"({leading})", names)
     lines += ["    else:", f"        return kernel({leading}out=out)"]
     for name, shape in zip(inputs, kernel.in_shapes, strict=True):
         shape = tuple(shape)
