@@ -23,7 +23,7 @@ def vector_bits() -> int | None:
         return int(env)
     if env:
         raise ValueError(f"FUSEJIT_VECTOR_BITS={env!r}: expected 256 or 512")
-    return 512 if "avx512f" in _cpu_features() else None
+    return 512 if "+avx512f" in _cpu_features().split(",") else None
 
 
 @functools.cache
