@@ -52,10 +52,11 @@ def kernel_source(node: Node, in_place=()) -> tuple[str, KernelPlan]:
     always rebuilt: it refers to this body's own Vars. The vector width the source asks for
     (``config.vector_bits``) is part of the key."""
     body = node.attr["body"]
-    key = _structure_key(body), tuple(in_place), config.vector_bits()
+    bits = config.vector_bits()
+    key = _structure_key(body), tuple(in_place), bits
     source = _SOURCES.get(key)
     if source is None:
-        source, plan = generate_source(body, in_place)
+        source, plan = generate_source(body, in_place, bits)
         if len(_SOURCES) >= _SOURCES_MAX:
             _SOURCES.pop(next(iter(_SOURCES)))
         _SOURCES[key] = source

@@ -26,7 +26,6 @@ import re
 
 import numpy as np
 
-from .. import config
 from ..ir import Graph, Lit, Node, Var, ops
 from . import reductions
 from .kernel import KernelPlan, plan_kernel
@@ -37,12 +36,14 @@ INDENT = "    "
 DECORATOR = '@numba.njit(cache=True, error_model="numpy", fastmath=False{extra})'
 
 
-def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
+def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
+                    ) -> tuple[str, KernelPlan]:
     """The module source for ``body`` (no names, no shapes, no source lines) and its plan.
 
     ``in_place``: (output, input) positions; such an output has no parameter and is stored
     into the input's array, which LLVM then sees as one pointer read and written at the same
-    index (two parameters that alias would fail its overlap check and run a scalar loop)."""
+    index (two parameters that alias would fail its overlap check and run a scalar loop).
+    ``vector_bits``: the vector width each function asks LLVM for (None: LLVM's choice)."""
     plan = plan_kernel(body)
     limited = plan.reduce is None and any(_limited_key(node) for node in body.nodes)
     over = dict(in_place)
@@ -66,7 +67,7 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
         row_chunks = _loop_lines(_Emitter(plan, body, rows=True, over=over), chunked=True)
         strided_chunks = _loop_lines(_Emitter(plan, body, rows=False, over=over), chunked=True)
     if not row_emitter.row_arrays and not limited:  # no row, no vector sin: one variant
-        text += _functions("kernel", params, strided_lines, plan, strided_chunks)
+        text += _functions("kernel", params, strided_lines, plan, vector_bits, strided_chunks)
         return "\n".join(text + _aliases("strided", "kernel")).rstrip() + "\n", plan
     guard = []
     if row_emitter.row_arrays:
@@ -75,9 +76,9 @@ def generate_source(body: Graph, in_place=()) -> tuple[str, KernelPlan]:
     if limited:  # an argument beyond vecmath's range: decline, the strided variant uses libm
         guard.append(f"{INDENT}nbig = 0")
         row_lines = row_lines + [f"{INDENT}if nbig:", f"{INDENT * 2}return False"]
-    text += _functions("kernel", params, guard + row_lines, plan,
+    text += _functions("kernel", params, guard + row_lines, plan, vector_bits,
                        row_chunks and guard + row_chunks)
-    text += _functions("strided", params, strided_lines, plan, strided_chunks)
+    text += _functions("strided", params, strided_lines, plan, vector_bits, strided_chunks)
     return "\n".join(text).rstrip() + "\n", plan
 
 
@@ -98,7 +99,7 @@ def _stores_after_last_read(plan: KernelPlan, body: Graph, over: dict[int, int],
 
 
 def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan,
-               parallel_lines: list[str] | None = None) -> list[str]:
+               vector_bits: int | None, parallel_lines: list[str] | None = None) -> list[str]:
     """``{prefix}_serial`` and ``{prefix}_parallel`` (an alias without a parallel loop; its
     own ``parallel_lines`` when given); both return True once they have run."""
     text = []
@@ -110,15 +111,14 @@ def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan,
         loop = "numba.prange" if variant == "parallel" else "range"
         body = parallel_lines if variant == "parallel" and parallel_lines else lines
         body = [line.replace("$RANGE0", loop).replace("$RANGE", "range") for line in body]
-        text += _with_vector_width(body)
+        text += _with_vector_width(body, vector_bits)
         text += [f"{INDENT}return True", "", ""]
     return text
 
 
-def _with_vector_width(lines: list[str]) -> list[str]:
-    """``lines`` preceded by a ``vector_width(bits)`` call (``config.vector_bits``), and with
-    one more at the top of each ``prange`` body, which Numba compiles as a function of its own."""
-    bits = config.vector_bits()
+def _with_vector_width(lines: list[str], bits: int | None) -> list[str]:
+    """``lines`` preceded by a ``vector_width(bits)`` call, and with one more at the top of
+    each ``prange`` body, which Numba compiles as a function of its own."""
     if bits is None:
         return lines
     call = f"vector_width({bits})"

@@ -8,8 +8,9 @@ from fusejit.codegen import build_kernel
 from fusejit.codegen.placement import BAND, MIN_BYTES, SPAN, STEP, apart_offset, empty_apart
 
 
-def distance(out: np.ndarray, array: np.ndarray) -> int:
-    return (out.ctypes.data - array.ctypes.data) % SPAN
+def placed_apart(out: np.ndarray, array: np.ndarray) -> bool:
+    distance = (out.ctypes.data - array.ctypes.data) % SPAN
+    return distance == 0 or distance >= BAND
 
 
 def test_offset_skips_the_band_just_after_each_input():
@@ -48,7 +49,7 @@ def test_large_outputs_are_contiguous_views_placed_apart(dtype):
     out = empty_apart(shape, dtype, [x, 2.5, None])   # non-arrays are ignored
     assert out.shape == shape and out.dtype == dtype and out.flags.c_contiguous
     assert out.flags.writeable and out.ctypes.data % STEP == 0
-    assert distance(out, x) == 0 or distance(out, x) >= BAND
+    assert placed_apart(out, x)
     out[...] = 1
     assert out.base.nbytes == out.nbytes + SPAN and not np.shares_memory(out, x)
 
@@ -71,7 +72,7 @@ def test_kernel_outputs_are_placed_apart_from_every_input():
         np.testing.assert_array_equal(first, a * b + c)
         np.testing.assert_array_equal(second, a - c)
         for out in (first, second):
-            assert all(distance(out, x) == 0 or distance(out, x) >= BAND for x in (a, b, c))
+            assert all(placed_apart(out, x) for x in (a, b, c))
     (allocated, held) = kernel(a, b, c, out=[None, np.empty((rows, cols), np.float32)])
-    assert all(distance(allocated, x) == 0 or distance(allocated, x) >= BAND for x in (a, b, c))
+    assert all(placed_apart(allocated, x) for x in (a, b, c))
     np.testing.assert_array_equal(held, a - c)
