@@ -93,6 +93,14 @@ def peak_memory(call) -> int:
 def copy_bandwidth(megabytes=128, threads=2, repeats=5) -> float:
     """Achieved bytes/s (read + write) of ``np.copyto`` on a large array, split across threads
     (NumPy releases the GIL while copying)."""
+    copy, moved = threaded_copy(megabytes, threads)
+    seconds = summarize(time_calls(copy, 1, repeats))["median_s"]
+    return moved / seconds
+
+
+def threaded_copy(megabytes=128, threads=2):
+    """A call that copies ``megabytes`` with ``np.copyto``, split across ``threads``, and the
+    bytes it moves (read + written)."""
     src = np.ones(megabytes * 2**20 // 8)
     dst = np.empty_like(src)
     chunks = np.array_split(np.arange(src.size), threads)
@@ -108,8 +116,7 @@ def copy_bandwidth(megabytes=128, threads=2, repeats=5) -> float:
         for worker in workers:
             worker.join()
 
-    seconds = summarize(time_calls(copy_all, 1, repeats))["median_s"]
-    return 2 * src.nbytes / seconds
+    return copy_all, 2 * src.nbytes
 
 
 def compile_fn(workload):

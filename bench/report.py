@@ -129,10 +129,10 @@ def metadata(size, dtype):
     }
 
 
-def write_json(results, directory=RESULTS_DIR) -> Path:
+def write_json(results, directory=RESULTS_DIR, prefix="bench") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = directory / f"bench-{stamp}.json"
+    path = directory / f"{prefix}-{stamp}.json"
     path.write_text(json.dumps(results, indent=2, sort_keys=True, default=str) + "\n")
     return path
 

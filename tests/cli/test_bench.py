@@ -96,3 +96,23 @@ def test_a_failed_plain_script_process_is_reported_not_averaged_away(monkeypatch
     script = harness.run_scripts(workload=None, rounds=2)
     assert script["fusejit"] == {"status": "MISMATCH", "error": "max abs diff 1"}
     assert "speedup" not in script
+
+
+def test_the_bandwidth_probe_counts_four_arrays_against_the_copy_it_timed_beside(monkeypatch):
+    from bench import bandwidth, harness
+    timed = []
+
+    def fake_interleaved(calls, warmup, repeats):
+        timed.extend(calls)
+        return [[0.010, 0.010, 0.012], [0.004, 0.004, 0.005], [0.040, 0.041, 0.040]]
+    monkeypatch.setattr(harness, "time_interleaved", fake_interleaved)
+    result = bandwidth.measure(elements=4096, repeats=3, copy_megabytes=1)
+    copy_bytes = 2 * 2**20
+    assert len(timed) == 3 and result["shape"] == [4, 1024] and result["kernels"] == 1
+    assert result["bytes_moved"] == 4 * 4096 * 4
+    assert result["copy_bandwidth_Bps"] == pytest.approx(copy_bytes / 0.010)
+    assert result["fraction_of_copy"] == pytest.approx(4 * 4096 * 4 / 0.004 / (copy_bytes / 0.010))
+    assert result["eager_s"] == 0.040
+    result["freed_memory_kept"] = True
+    assert "misses the target of 70%" in bandwidth.format_result(result)
+    assert "meets" in bandwidth.format_result({**result, "fraction_of_copy": 0.7})
