@@ -10,6 +10,7 @@ from ..ir import Graph, TensorType, Var
 from .captures import Capture, Roots
 from .containers import detect_container_writes, pair_containers
 from .context import Fallback, Recorder, active, sanitize, set_active
+from .conversions import traced_conversions
 from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
 from .side_effects import AttrWrite, snapshot
@@ -110,7 +111,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)
     try:
-        result = fn(*proxy_args, **proxy_kwargs)
+        with traced_conversions():
+            result = fn(*proxy_args, **proxy_kwargs)
     finally:
         set_active(None)
     detect_container_writes(recorder, containers)

@@ -71,6 +71,30 @@ def test_type_checks_in_the_body_see_numpys_classes():
     assert compiled.cache_info()["traces"] == 2
 
 
+def test_asarray_on_arguments_keeps_the_function_compiled():
+    def validated(x, w):
+        x = np.asarray(x, dtype=np.float32)      # already float32: x itself
+        w = np.ascontiguousarray(w)              # already C-contiguous: w itself
+        return np.tanh(x @ np.array(w, ndmin=2)), np.asarray(x, np.float64).sum(axis=1)
+
+    compiled = fusejit.compile(validated)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, w = (rng.standard_normal((4, 4), dtype=np.float32) for _ in range(2))
+        assert_same(validated(x, w), compiled(x, w))
+    assert compiled.cache_info()["eager_calls"] == 0 and "compiled" in str(compiled.explain(x, w))
+
+
+def test_asarray_imported_by_name_runs_eagerly():
+    # Only np.asarray looked up on the numpy module at the call is seen while tracing.
+    from numpy import asarray
+
+    compiled = fusejit.compile(lambda x: asarray(x) * 2)
+    x = np.ones(3)
+    assert_same(x * 2, compiled(x))
+    assert "__array__" in str(compiled.explain(x))
+
+
 def _adam_moments(m, g):
     m["v"] = 0.9 * m["v"] + 0.1 * g * g          # a new array into the caller's dict
     m["steps"][0] = m["steps"][0] + 1            # into a nested list

@@ -131,11 +131,73 @@ def test_body_constant_is_held_not_baked():
 
 
 def test_array_conversion_falls_back_with_eager_result():
-    fn = lambda x: np.asarray(x) + 1  # noqa: E731
+    # a copy into another layout is not modelled: NumPy's __array__ runs, the signature eager
+    fn = lambda x: np.ascontiguousarray(x.T) + 1  # noqa: E731
     tr = trace(fn, (X,), {})
     assert tr.fallback is not None and "__array__" in tr.fallback.reason
     assert tr.fallback.loc.file.endswith("test_semantics.py")
     np.testing.assert_array_equal(np.asarray(tr.result), np.asarray(fn(X)))
+
+
+@pytest.mark.parametrize("convert", [   # looked up on np at the call, as user code does
+    lambda x: np.asarray(x), lambda x: np.asanyarray(x), lambda x: np.ascontiguousarray(x),
+    lambda x: np.asarray(x, order="C"),
+    lambda x: np.array(x, copy=None), lambda x: np.asarray(x, dtype=x.dtype, copy=False)],
+    ids=["asarray", "asanyarray", "ascontiguousarray", "order_C", "array_copy_None",
+         "copy_False"])
+def test_asarray_of_a_traced_array_is_the_array_itself(convert):
+    tr = check(lambda x: convert(x) * 2, X)
+    assert [n.op for n in tr.graph.nodes] == ["mul"]
+    tr = trace(lambda x: convert(x), (X,), {})
+    assert tr.out_leaves[0].kind == "arg"         # the same object, as NumPy returns it
+
+
+def test_asarray_with_another_dtype_is_a_cast():
+    tr = check(lambda x: np.asarray(x, dtype=np.float64) + 1, X)
+    assert tr.graph.nodes[0].op == "cast" and tr.result.dtype == np.float64
+
+
+def test_np_array_of_a_traced_array_is_a_copy_an_update_of_the_argument_misses():
+    def fn(x):
+        y = np.array(x, ndmin=3)
+        x += 1
+        return y, x
+    tr = check(fn, X.copy())
+    assert tr.result[0].shape == (1, *X.shape) and tr.fallback is None
+
+
+def test_asarray_returns_the_argument_an_in_place_update_reaches():
+    def fn(x):
+        y = np.asarray(x)
+        y *= 2
+        return x
+    check(fn, X.copy())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.asarray(x.sum()) + 1,                     # a scalar: NumPy gives a 0-d array
+    lambda x: np.asfortranarray(x) * 2,                    # a layout the value does not have
+    lambda x: np.array([x, x]) * 2,                        # a list holding traced values
+    lambda x: np.asarray(x, dtype=np.float64, copy=False)], # NumPy raises: it needs a copy
+    ids=["scalar", "fortran", "list", "cast_without_copy"])
+def test_conversions_not_modelled_are_left_to_numpy(fn):
+    try:
+        want = fn(X)
+    except ValueError:
+        with pytest.raises(ValueError):
+            trace(fn, (X,), {})
+        return
+    tr = trace(fn, (X,), {})
+    assert tr.fallback is not None and "__array__" in tr.fallback.reason
+    np.testing.assert_array_equal(np.asarray(tr.result), want)
+
+
+def test_numpy_constructors_are_numpy_s_own_outside_a_trace():
+    originals = np.asarray, np.array, np.asanyarray, np.ascontiguousarray
+    trace(lambda x: np.asarray(x) + 1, (X,), {})
+    with pytest.raises(ZeroDivisionError):
+        trace(lambda x: np.asarray(x) / 0 if 1 / 0 else x, (X,), {})
+    assert (np.asarray, np.array, np.asanyarray, np.ascontiguousarray) == originals
 
 
 def test_unmapped_function_is_a_host_op():

@@ -1,0 +1,107 @@
+"""``np.asarray`` and its kin on traced arrays, while a trace runs.
+
+NumPy's array constructors (``np.asarray``, ``np.asanyarray``, ``np.array``,
+``np.ascontiguousarray``, ``np.asfortranarray``) are C functions that NEP 18 does not reach:
+given a Tracer they call its ``__array__``, which turns the traced value into a concrete one and
+so runs the signature eagerly. Yet user code calls them on what already is an array, most often
+``x = np.asarray(x)`` at the top of a function. While a trace runs, those attributes of the
+``numpy`` module are wrapped: a traced array as the first argument gets what NumPy would give an
+array (itself, a cast, a copy, a reshape for ``ndmin``), recorded like any other op; every other
+call goes to NumPy unchanged. Code that imported a constructor by name (``from numpy import
+asarray``) keeps NumPy's, and so the eager fallback.
+
+Still left to NumPy (and so to the fallback): traced scalars (``np.asarray`` of ``x.sum()`` is a
+0-d array, not the scalar), lists holding traced values, ``like=``, ``device=``, ``copy=False``
+with a cast, and layouts (``order``, ``np.ascontiguousarray``) that the value seen while tracing
+does not already have.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+
+import numpy as np
+
+from .context import active
+from .tracer import Tracer
+
+_lock = threading.Lock()
+_depth = 0             # traces running, over all threads
+_originals: dict = {}  # name -> NumPy's function, while wrapped
+
+
+@contextlib.contextmanager
+def traced_conversions():
+    """Wrap the constructors for the duration of a trace (nested or concurrent traces share
+    one wrapping; the last to finish restores NumPy's functions)."""
+    global _depth
+    with _lock:
+        if _depth == 0:
+            for name, convert in _CONVERTERS.items():
+                _originals[name] = getattr(np, name)
+                setattr(np, name, _wrapper(_originals[name], convert))
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                for name, original in _originals.items():
+                    if getattr(getattr(np, name), "__wrapped__", None) is original:
+                        setattr(np, name, original)
+                _originals.clear()
+
+
+def _wrapper(original, convert):
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        if args and _traced_array(args[0]):
+            result = convert(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        return original(*args, **kwargs)
+    return wrapper
+
+
+def _traced_array(value) -> bool:
+    return (isinstance(value, Tracer) and active() is not None
+            and type(value.__dict__.get("value")) is np.ndarray)
+
+
+def _asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    if like is not None or device not in (None, "cpu"):
+        return NotImplemented
+    return _converted(a, dtype, order, copy)
+
+
+def _array(a, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
+    if like is not None:
+        return NotImplemented
+    result = _converted(a, dtype, order, copy)
+    if result is NotImplemented or ndmin <= a.ndim:
+        return result
+    return result.reshape((1,) * (ndmin - a.ndim) + a.shape)
+
+
+def _ascontiguousarray(a, dtype=None, *, like=None):
+    return NotImplemented if like is not None else _converted(a, dtype, "C", None)
+
+
+def _asfortranarray(a, dtype=None, *, like=None):
+    return NotImplemented if like is not None else _converted(a, dtype, "F", None)
+
+
+def _converted(a, dtype, order, copy):
+    """What NumPy gives for array ``a``: ``a`` itself, a cast or a copy."""
+    value = a.value
+    if order in ("C", "F") and not value.flags[f"{order}_CONTIGUOUS"]:
+        return NotImplemented     # NumPy would copy into that layout: not modelled
+    if dtype is not None and np.dtype(dtype) != value.dtype:
+        return NotImplemented if copy is False else a.astype(dtype)
+    return np.copy(a) if copy else a
+
+
+_CONVERTERS = {"asarray": _asarray, "asanyarray": _asarray, "array": _array,
+               "ascontiguousarray": _ascontiguousarray, "asfortranarray": _asfortranarray}
