@@ -384,7 +384,9 @@ def make_cast(b: Builder, env):
     if x is None or not isinstance(env[x.name], np.ndarray):
         return None
     name = b.fresh()
-    return [f"{name} = {x.name}.astype(np.{dtype})"], Value(name, x.exact)
+    form = b.draw(st.sampled_from(["{x}.astype({d})", "np.asarray({x}, dtype={d})",
+                                   "np.array({x}, dtype={d})", "np.asarray({x})"]))
+    return [f"{name} = " + form.format(x=x.name, d=f"np.{dtype}")], Value(name, x.exact)
 
 
 def make_clip(b: Builder, env):
