@@ -10,10 +10,12 @@ array (itself, a cast, a copy, a reshape for ``ndmin``), recorded like any other
 call goes to NumPy unchanged. Code that imported a constructor by name (``from numpy import
 asarray``) keeps NumPy's, and so the eager fallback.
 
-Still left to NumPy (and so to the fallback): traced scalars (``np.asarray`` of ``x.sum()`` is a
-0-d array, not the scalar), lists holding traced values, ``like=``, ``device=``, ``copy=False``
-with a cast, and layouts (``order``, ``np.ascontiguousarray``) that the value seen while tracing
-does not already have.
+A flat list or tuple of arrays or NumPy scalars of one shape, some traced, is stacked
+(``np.array([a, b])``): the new array NumPy builds. Still left to NumPy (and so to the
+fallback): traced scalars alone (``np.asarray`` of ``x.sum()`` is a 0-d array, not the scalar),
+nested lists and lists with Python numbers, ``like=``, ``device=``, ``copy=False`` with a cast,
+and layouts (``order``, ``np.ascontiguousarray``) that the value seen while tracing does not
+already have.
 """
 from __future__ import annotations
 
@@ -57,17 +59,37 @@ def traced_conversions():
 def _wrapper(original, convert):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        if args and _traced_array(args[0]):
-            result = convert(*args, **kwargs)
-            if result is not NotImplemented:
-                return result
+        if args and active() is not None:
+            first = args[0]
+            if type(first) in (list, tuple) and kwargs.get("copy", True) is not False:
+                first = _stacked(first)
+                if convert in (_array, _asarray):
+                    kwargs = {**kwargs, "copy": None}    # the stack is the new array
+            if _traced_array(first):
+                result = convert(first, *args[1:], **kwargs)
+                if result is not NotImplemented:
+                    return result
         return original(*args, **kwargs)
     return wrapper
 
 
 def _traced_array(value) -> bool:
-    return (isinstance(value, Tracer) and active() is not None
-            and type(value.__dict__.get("value")) is np.ndarray)
+    return isinstance(value, Tracer) and type(value.__dict__.get("value")) is np.ndarray
+
+
+def _stacked(items):
+    """``np.stack(items)`` for a flat list of arrays or NumPy scalars of one shape, at least
+    one of them traced (``np.array([a, b])``, ``np.array([loss1, loss2])``): what NumPy builds
+    from them, a new array. None for anything else (nested lists, Python numbers)."""
+    def array_like(item):
+        if isinstance(item, Tracer):
+            return not item.weak
+        return isinstance(item, (np.ndarray, np.generic))
+    if not items or not any(isinstance(item, Tracer) for item in items):
+        return None
+    if not all(array_like(item) for item in items) or len({np.shape(i) for i in items}) != 1:
+        return None
+    return np.stack(items)
 
 
 def _asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):

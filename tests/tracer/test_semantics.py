@@ -174,12 +174,25 @@ def test_asarray_returns_the_argument_an_in_place_update_reaches():
     check(fn, X.copy())
 
 
+def test_np_array_of_a_list_of_traced_arrays_is_a_stack():
+    def fn(x):
+        pair = np.array([x, x * 2])
+        scalars = np.asarray((x.sum(), x.max()), dtype=np.float64)
+        x += 1                                             # the stack is a new array
+        return pair, scalars, np.array([x, X], ndmin=4)    # a captured array among them
+
+    tr = check(fn, X.copy())
+    assert [n.op for n in tr.graph.nodes].count("concatenate") == 3 and tr.fallback is None
+    assert tr.result[2].shape == (1, 2, *X.shape)
+
+
 @pytest.mark.parametrize("fn", [
     lambda x: np.asarray(x.sum()) + 1,                     # a scalar: NumPy gives a 0-d array
     lambda x: np.asfortranarray(x) * 2,                    # a layout the value does not have
-    lambda x: np.array([x, x]) * 2,                        # a list holding traced values
+    lambda x: np.array([[x, x]]) * 2,                      # a nested list
+    lambda x: np.array([x.sum(), 1.0]),                    # a list with a Python number
     lambda x: np.asarray(x, dtype=np.float64, copy=False)], # NumPy raises: it needs a copy
-    ids=["scalar", "fortran", "list", "cast_without_copy"])
+    ids=["scalar", "fortran", "nested_list", "python_number", "cast_without_copy"])
 def test_conversions_not_modelled_are_left_to_numpy(fn):
     try:
         want = fn(X)
