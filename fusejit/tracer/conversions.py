@@ -1,21 +1,21 @@
-"""``np.asarray`` and its kin on traced arrays, while a trace runs.
+"""``np.asarray``, ``np.asanyarray`` and ``np.array`` on traced arrays, while a trace runs.
 
-NumPy's array constructors (``np.asarray``, ``np.asanyarray``, ``np.array``,
-``np.ascontiguousarray``, ``np.asfortranarray``) are C functions that NEP 18 does not reach:
-given a Tracer they call its ``__array__``, which turns the traced value into a concrete one and
-so runs the signature eagerly. Yet user code calls them on what already is an array, most often
-``x = np.asarray(x)`` at the top of a function. While a trace runs, those attributes of the
-``numpy`` module are wrapped: a traced array as the first argument gets what NumPy would give an
-array (itself, a cast, a copy, a reshape for ``ndmin``), recorded like any other op; every other
-call goes to NumPy unchanged. Code that imported a constructor by name (``from numpy import
-asarray``) keeps NumPy's, and so the eager fallback.
+NumPy's array constructors are C functions that NEP 18 does not reach: given a Tracer they call
+its ``__array__``, which turns the traced value into a concrete one and so runs the signature
+eagerly. Yet user code calls them on what already is an array, most often ``x = np.asarray(x)``
+at the top of a function. While a trace runs, those attributes of the ``numpy`` module are
+wrapped: a traced array as the first argument gets what NumPy gives an array (itself, a cast,
+a copy, a reshape for ``ndmin``), recorded like any other op, and a flat list of arrays some of
+which are traced gets their stack. Every other call goes to NumPy unchanged. Code that imported
+a constructor by name (``from numpy import asarray``) keeps NumPy's, and so the eager fallback.
 
-A flat list or tuple of arrays or NumPy scalars of one shape, some traced, is stacked
-(``np.array([a, b])``): the new array NumPy builds. Still left to NumPy (and so to the
-fallback): traced scalars alone (``np.asarray`` of ``x.sum()`` is a 0-d array, not the scalar),
-nested lists and lists with Python numbers, ``like=``, ``device=``, ``copy=False`` with a cast,
-and layouts (``order``, ``np.ascontiguousarray``) that the value seen while tracing does not
-already have.
+Only conversions whose result does not depend on the memory layout are modelled: whether
+``np.ascontiguousarray(x)`` or ``order="C"`` returns ``x`` itself or a copy depends on the
+layout of the array passed in, which the cache key does not hold (an F-ordered argument of the
+traced shape replays the same program), and an in-place update of the result reaches ``x`` in
+one case and not in the other. Those, like ``order="A"``/``"F"``, traced scalars alone
+(``np.asarray`` of ``x.sum()`` is a 0-d array), nested lists, lists with Python numbers,
+``like=``, ``device=`` and ``copy=False`` with a cast, are left to NumPy.
 """
 from __future__ import annotations
 
@@ -107,23 +107,14 @@ def _array(a, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=No
     return result.reshape((1,) * (ndmin - a.ndim) + a.shape)
 
 
-def _ascontiguousarray(a, dtype=None, *, like=None):
-    return NotImplemented if like is not None else _converted(a, dtype, "C", None)
-
-
-def _asfortranarray(a, dtype=None, *, like=None):
-    return NotImplemented if like is not None else _converted(a, dtype, "F", None)
-
-
 def _converted(a, dtype, order, copy):
     """What NumPy gives for array ``a``: ``a`` itself, a cast or a copy."""
     value = a.value
-    if order in ("C", "F") and not value.flags[f"{order}_CONTIGUOUS"]:
-        return NotImplemented     # NumPy would copy into that layout: not modelled
+    if order not in (None, "K"):
+        return NotImplemented     # itself or a copy, by the layout of each call's array
     if dtype is not None and np.dtype(dtype) != value.dtype:
         return NotImplemented if copy is False else a.astype(dtype)
     return np.copy(a) if copy else a
 
 
-_CONVERTERS = {"asarray": _asarray, "asanyarray": _asarray, "array": _array,
-               "ascontiguousarray": _ascontiguousarray, "asfortranarray": _asfortranarray}
+_CONVERTERS = {"asarray": _asarray, "asanyarray": _asarray, "array": _array}

@@ -74,7 +74,7 @@ def test_type_checks_in_the_body_see_numpys_classes():
 def test_asarray_on_arguments_keeps_the_function_compiled():
     def validated(x, w):
         x = np.asarray(x, dtype=np.float32)      # already float32: x itself
-        w = np.ascontiguousarray(w)              # already C-contiguous: w itself
+        w = np.asanyarray(w)                     # an ndarray: w itself
         return np.tanh(x @ np.array(w, ndmin=2)), np.asarray(x, np.float64).sum(axis=1)
 
     compiled = fusejit.compile(validated)
@@ -83,6 +83,22 @@ def test_asarray_on_arguments_keeps_the_function_compiled():
         x, w = (rng.standard_normal((4, 4), dtype=np.float32) for _ in range(2))
         assert_same(validated(x, w), compiled(x, w))
     assert compiled.cache_info()["eager_calls"] == 0 and "compiled" in str(compiled.explain(x, w))
+
+
+def test_ascontiguousarray_copies_or_not_by_each_call_s_layout_so_it_runs_eagerly():
+    # Eagerly, y is x itself for a C-ordered x and a copy for an F-ordered one, so whether
+    # `y += 1` reaches the caller's array depends on a layout the cache key does not hold.
+    def bump(x):
+        y = np.ascontiguousarray(x)
+        y += 1
+        return y
+
+    compiled = fusejit.compile(bump)
+    for x in (np.zeros((3, 4), np.float32), np.zeros((4, 3), np.float32).T):
+        want_x, got_x = x.copy(order="K"), x.copy(order="K")
+        assert_same(bump(want_x), compiled(got_x))
+        assert_same(want_x, got_x)
+    assert "__array__" in str(compiled.explain(x))
 
 
 def test_asarray_imported_by_name_runs_eagerly():
