@@ -63,8 +63,7 @@ def _wrapper(original, convert):
             first = args[0]
             if type(first) in (list, tuple) and kwargs.get("copy", True) is not False:
                 first = _stacked(first)
-                if convert in (_array, _asarray):
-                    kwargs = {**kwargs, "copy": None}    # the stack is the new array
+                kwargs = {**kwargs, "copy": None}    # the stack is the new array
             if _traced_array(first):
                 result = convert(first, *args[1:], **kwargs)
                 if result is not NotImplemented:
