@@ -45,6 +45,7 @@ class Explanation:
     views: int = 0
     refusals: list = field(default_factory=list)
     memory: dict = field(default_factory=dict)
+    constants: list = field(default_factory=list)    # "f32[3,3] constant used at f.py:4"
     notes: tuple = ()
     cache: dict = field(default_factory=dict)
     paths: list = field(default_factory=list)
@@ -66,11 +67,16 @@ class Explanation:
                               [f"{c.op} at {_loc(c.loc)}" for c in self.host_ops])
             lines += _section("refused fusions", [_refusal(r) for r in self.refusals])
             lines += _section("memory", [_memory(self.memory)] if self.memory else [])
+            lines += _section(CONSTANTS_TITLE, self.constants)
         lines += _section("notes", list(self.notes))
         cache = ", ".join(f"{k}={v}" for k, v in sorted(self.cache.items())
                           if not isinstance(v, float))
         lines.append(f"cache: {cache}")
         return "\n".join(lines) + "\n"
+
+
+CONSTANTS_TITLE = ("constants (arrays NumPy computed while tracing from no traced value, such "
+                   "as W * 2 of a captured W; replays reuse them)")
 
 
 def _section(title, rows):
@@ -151,6 +157,8 @@ def _explain_path(compiled, entry, cache) -> Explanation:
     memory = entry.pipeline.stats.get("plan_memory", {})
     result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
     result.memory["in_place"] = len(memory.get("in_place", ()))
+    result.constants = [f"{c.type} {c.description}" for c in entry.trace.captures
+                        if c.source and c.source[0] == "const"]
     return result
 
 

@@ -232,6 +232,23 @@ def test_captured_arrays_mutated_outside_are_seen_on_the_next_call():
     WEIGHTS[0] = 0
 
 
+def test_arithmetic_on_captured_arrays_alone_is_a_constant_that_explain_lists():
+    @fusejit.compile
+    def doubled(x):
+        return x * (WEIGHTS * 2)          # NumPy computes WEIGHTS * 2 while tracing
+
+    x = np.ones(4, np.float32)
+    assert_same(WEIGHTS * 2, doubled(x))
+    WEIGHTS[0] = 100
+    try:
+        assert doubled(x)[0] == 0         # the replay reuses the trace's WEIGHTS * 2
+    finally:
+        WEIGHTS[0] = 0
+    text = str(doubled.explain(x))
+    assert "constants (arrays NumPy computed while tracing" in text
+    assert "f32[4] constant used at test_footguns.py:" in text
+
+
 class Linear:
     def __init__(self, w):
         self.w = w
