@@ -65,3 +65,37 @@ def test_new_sequence_length_traces_again_and_compiles_nothing():
     after = compiled.cache_info()
     assert after["traces"] == before["traces"] + 1
     assert after["kernels_compiled"] == before["kernels_compiled"]
+
+
+def test_overlapping_traces_in_two_threads_share_the_asarray_wrapping_and_restore_numpy():
+    # tracer/conversions.py wraps np.asarray while any trace runs; the last one to end restores
+    # NumPy's. Both bodies wait for each other inside the trace, so the traces overlap.
+    original, inside = np.asarray, threading.Barrier(2, timeout=60)
+
+    def make(scale):
+        def body(x):
+            x = np.asarray(x)
+            inside.wait()
+            return x * scale
+        return fusejit.compile(body)
+
+    compiled = [make(2.0), make(3.0)]
+    x = np.arange(6, dtype=np.float32)
+    results, errors = [None, None], []
+
+    def call(i):
+        try:
+            results[i] = compiled[i](x)
+        except Exception as exc:  # noqa: BLE001 -- reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and np.asarray is original
+    for fn, result, scale in zip(compiled, results, (2.0, 3.0), strict=True):
+        assert_same(x * scale, result)
+        assert_same(x * scale, fn(x))          # a replay: the trace compiled
+        assert fn.cache_info()["eager_calls"] == 0 and fn.cache_info()["hits"] == 1
