@@ -8,6 +8,24 @@ from bench.models import gpt2_block
 from tests.oracle import assert_same
 
 
+def _in_threads(count, call):
+    """``call(i)`` in ``count`` threads at once: (results by i, exceptions raised)."""
+    results, errors = [None] * count, []
+
+    def run(i):
+        try:
+            results[i] = call(i)
+        except Exception as exc:  # noqa: BLE001 -- returned to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results, errors
+
+
 def test_eight_threads_first_calling_one_function_trace_it_once():
     traced = []
 
@@ -18,20 +36,13 @@ def test_eight_threads_first_calling_one_function_trace_it_once():
         return e / e.sum(axis=-1, keepdims=True)
 
     x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
-    barrier, results, errors = threading.Barrier(8), [None] * 8, []
+    barrier = threading.Barrier(8)
 
     def call(i):
-        try:
-            barrier.wait()
-            results[i] = scaled_softmax(x)
-        except Exception as exc:  # noqa: BLE001 -- reported below
-            errors.append(exc)
+        barrier.wait()
+        return scaled_softmax(x)
 
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results, errors = _in_threads(8, call)
     assert not errors
     assert len(traced) == 1 and scaled_softmax.cache_info()["traces"] == 1
     for result in results:
@@ -81,19 +92,7 @@ def test_overlapping_traces_in_two_threads_share_the_asarray_wrapping_and_restor
 
     compiled = [make(2.0), make(3.0)]
     x = np.arange(6, dtype=np.float32)
-    results, errors = [None, None], []
-
-    def call(i):
-        try:
-            results[i] = compiled[i](x)
-        except Exception as exc:  # noqa: BLE001 -- reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results, errors = _in_threads(2, lambda i: compiled[i](x))
     assert not errors and np.asarray is original
     for fn, result, scale in zip(compiled, results, (2.0, 3.0), strict=True):
         assert_same(x * scale, result)
