@@ -147,16 +147,26 @@ class CompiledFunction:
                 recorded = trace(fn, host_args, host_kwargs, name=self.__name__)
             except Exception as exc:
                 _note_user_line(exc, self.__qualname__)
+                self._forget_if_empty(key, tree)
                 raise
             self._stats["traces"] += 1
             trace_log.debug("%s: traced %d ops in %.3f s (path %d of this signature)",
                             self.__qualname__, len(recorded.graph.nodes),
                             time.perf_counter() - started, len(tree.paths) + 1)
-            self._add_path(tree, recorded)
+            try:
+                self._add_path(tree, recorded)
+            except FusejitError:
+                self._forget_if_empty(key, tree)
+                raise
             self._stats["compile_seconds"] += time.perf_counter() - started
             if on_device:
                 return _back_to_device(recorded, (host_args, host_kwargs), leaves, on_device)
             return recorded.result
+
+    def _forget_if_empty(self, key, tree) -> None:
+        """A trace that raised leaves no entry behind: the next call traces (and raises) anew."""
+        if not tree.paths and tree.eager is None:
+            self._entries.pop(key, None)
 
     def _run_aliased(self, fn, args, kwargs):
         """Arrays the program writes share memory with its other inputs: eager, this call."""
@@ -169,13 +179,19 @@ class CompiledFunction:
 
     def _too_many_paths(self, tree, fn, args, kwargs):
         if tree.eager is None:
-            tree.eager = EagerEntry(f"more than max_traces={self.max_traces} paths "
-                                    "(data-dependent branches) for this signature")
+            tree.eager = EagerEntry(self._too_many_paths_reason(tree))
             log.warning("%s: %s; it runs eagerly from now on", self.__qualname__,
                         tree.eager.reason)
         tree.eager.calls += 1
         self._stats["eager_calls"] += 1
         return fn(*args, **kwargs)
+
+    def _too_many_paths_reason(self, tree) -> str:
+        if tree.replay_errors:  # not only branches: replays raised, and each traced again
+            return (f"more than max_traces={self.max_traces} paths for this signature; "
+                    f"{tree.replay_errors} replays raised (last: {tree.last_replay_error})")
+        return (f"more than max_traces={self.max_traces} paths (data-dependent branches) "
+                "for this signature")
 
     def _add_path(self, tree, recorded) -> None:
         if recorded.fallback is not None:
@@ -226,14 +242,18 @@ class CompiledFunction:
     def explain(self, *args, **kwargs):
         """What compiling these arguments gives (tracing them on copies if they are new). With
         no arguments, for a function that needs some: the signature traced most recently."""
-        from .explain import describe_arguments, explain_entry
+        from .explain import describe_arguments, explain_entry, explain_error
         if not args and not kwargs and not self._takes_no_arguments():
             if not self._entries:
                 raise TypeError(f"{self.__qualname__}.explain() needs the arguments of a call: "
                                 "it has not been called yet")
             return explain_entry(self, next(reversed(self._entries.values())))
-        return explain_entry(self, self.entry_for(*args, **kwargs),
-                             describe_arguments(self._signature, args, kwargs))
+        signature = describe_arguments(self._signature, args, kwargs)
+        try:
+            tree = self.entry_for(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 -- a call with these arguments raises it too
+            return explain_error(self, exc, signature)
+        return explain_entry(self, tree, signature)
 
     def _takes_no_arguments(self) -> bool:
         try:

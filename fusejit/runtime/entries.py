@@ -91,6 +91,7 @@ class TraceTree:
     eager: EagerEntry | None = None
     guard_failures: int = 0
     replay_errors: int = 0
+    last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
 
     def run(self, leaves):
         for path in self.paths:
@@ -100,26 +101,32 @@ class TraceTree:
                 self.guard_failures += 1
                 guard_log.debug("guard failed: %s", failed.args[0])
             except NumbaError as exc:  # a kernel compiles at its first run, and this one failed
-                self._drop(path, exc)
+                self._drop(path, exc, f"a kernel failed to compile in Numba ({_one_line(exc)})")
                 return MISS
-            except Exception as exc:  # noqa: BLE001 -- the body run eagerly gives NumPy's answer
-                if config.strict() and isinstance(exc, INTERNAL_ERRORS):
-                    raise
+            except INTERNAL_ERRORS as exc:  # tracing again would only build the same program
+                self._drop(path, exc, f"internal: replaying raised {_one_line(exc)}")
+                return MISS
+            except Exception as exc:  # noqa: BLE001 -- tracing again raises NumPy's error
+                # a later path whose guards hold and that runs through is NumPy's answer (this
+                # one may have failed in a step scheduled before its failing guard)
                 self.replay_errors += 1
-                return MISS
+                self.last_replay_error = _one_line(exc)
         return MISS
 
-    def _drop(self, path: CompiledEntry, exc: NumbaError) -> None:
-        """A path whose kernel Numba cannot compile: the signature runs eagerly from now on,
-        without tracing again (which would only build the same kernel)."""
+    def _drop(self, path: CompiledEntry, exc: Exception, reason: str) -> None:
+        """A path that cannot run (its kernel does not compile, or replaying it hits a fusejit
+        bug): the signature runs eagerly from now on, without tracing again."""
         if config.strict():
             raise exc
-        first_line = next(iter(str(exc).strip().splitlines()), "")
-        reason = f"a kernel failed to compile in Numba ({type(exc).__name__}: {first_line})"
         log.warning("%s: %s; this signature runs eagerly", path.program.graph.name, reason)
         self.paths = [p for p in self.paths if p is not path]
         if self.eager is None:
             self.eager = EagerEntry(reason)
+
+
+def _one_line(exc: Exception) -> str:
+    first_line = next(iter(str(exc).strip().splitlines()), "")
+    return f"{type(exc).__name__}: {first_line}"
 
 
 def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:

@@ -37,7 +37,7 @@ class HostCall:
 class Explanation:
     function: str
     signature: str
-    status: str                            # "compiled" | "eager"
+    status: str                            # "compiled" | "eager" | "raises" | "none"
     reason: str = ""
     kernels: list[KernelInfo] = field(default_factory=list)
     blas_calls: list[HostCall] = field(default_factory=list)
@@ -54,6 +54,11 @@ class Explanation:
         lines = [f"fusejit.explain: {self.function}({self.signature})"]
         if self.status == "eager":
             lines.append(f"status: runs eagerly (NumPy) -- {self.reason}")
+        elif self.status == "raises":
+            lines.append(f"status: tracing raised {self.reason}; a call with these arguments "
+                         "raises it too, and nothing is cached for them")
+        elif self.status == "none":
+            lines.append(f"status: not compiled -- {self.reason}")
         else:
             lines.append(f"status: compiled -- {len(self.paths)} trace path(s); path 0 has "
                          f"{len(self.kernels)} kernels, {len(self.blas_calls)} BLAS calls, "
@@ -75,6 +80,7 @@ class Explanation:
         return "\n".join(lines) + "\n"
 
 
+NOTHING_YET = "nothing is compiled for this signature yet"
 CONSTANTS_TITLE = ("constants (arrays NumPy computed while tracing from no traced value, such "
                    "as W * 2 of a captured W; replays reuse them)")
 
@@ -109,9 +115,18 @@ def primary(tree):
     return tree.paths[0] if tree.paths else tree.eager
 
 
+def explain_error(compiled, exc: Exception, signature: str) -> Explanation:
+    """Tracing these arguments raised (NumPy's error, or an unsupported call)."""
+    return Explanation(compiled.__qualname__, signature, "raises",
+                       f"{type(exc).__name__}: {exc}", notes=tuple(getattr(exc, "__notes__", ())),
+                       cache=compiled.cache_info())
+
+
 def explain_entry(compiled, tree, signature="") -> Explanation:
     cache = compiled.cache_info()
     entry = primary(tree)
+    if entry is None:  # another thread is tracing it, or compiling its trace raised
+        return Explanation(compiled.__qualname__, signature, "none", NOTHING_YET, cache=cache)
     if not isinstance(entry, CompiledEntry):
         return Explanation(compiled.__qualname__, signature, "eager", _eager_reason(entry),
                            cache=cache)
@@ -194,6 +209,8 @@ def kernel_info(node: Node) -> KernelInfo:
 
 def stage_text(tree, stage: str) -> str:
     entry = primary(tree)
+    if entry is None:
+        return f"# {NOTHING_YET}\n"
     if not isinstance(entry, CompiledEntry):
         if stage == "traced" and hasattr(entry, "graph"):
             return print_graph(entry.graph)

@@ -134,10 +134,11 @@ def straight_line(program: Program):
     names.update({f"constant{slot}": value for slot, value in program.constants.items()})
     for index, step in enumerate(program.steps):
         names[f"step{index}"] = getattr(step.fn, "fast_call", step.fn)
-        args = ", ".join(f"s{i}" for i in step.inputs)
-        if step.in_arena:
-            args += f", out=arena.views({index})"
-        lines.append(f"    {_unpack([f's{o}' for o in step.outputs])} = step{index}({args})")
+        args = [f"s{i}" for i in step.inputs]
+        if step.in_arena:  # a kernel may read no slot at all: np.zeros_like(x) written later
+            args.append(f"out=arena.views({index})")
+        lines.append(f"    {_unpack([f's{o}' for o in step.outputs])} = "
+                     f"step{index}({', '.join(args)})")
         if step.frees:
             lines.append("    del " + ", ".join(f"s{slot}" for slot in step.frees))
     outputs = ", ".join(f"np.array(s{i})" if i in program.constants else f"s{i}"
