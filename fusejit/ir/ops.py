@@ -261,6 +261,10 @@ def infer_types(name: str, in_types, attrs) -> tuple[TensorType, ...]:
         return (_reduce_type(op, in_types[0], attr),)
     if name == "matmul":
         return (_matmul_type(*in_types),)
+    if name in ("setitem", "scatter_add"):
+        # The target's type whatever the index selects: a stand-in boolean mask would
+        # select nothing and refuse a value with one entry per True element.
+        return (TensorType(in_types[0].shape, in_types[0].dtype),)
     # Zeros: a stand-in index array must be in bounds even on an axis of size 1.
     dummies = [np.broadcast_to(np.zeros((), t.dtype), t.shape) for t in in_types]
     return tuple(TensorType(r.shape, r.dtype) for r in evaluate(name, dummies, attrs))

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import EagerFallback
 from ..ir import Lit, Var
+from .context import unwrap
 from .registry import (
     handle_function,
     implements,
@@ -13,7 +14,7 @@ from .registry import (
     permutation_of,
     unsupported,
 )
-from .tracer import Tracer, ViewLink, wrap
+from .tracer import Tracer, ViewLink, wrap, write
 
 __all__ = ["handle_function"]
 
@@ -219,15 +220,43 @@ def _clip(rec, concrete, a, a_min=None, a_max=None, out=None, **kwargs):
     a_min = kwargs.pop("min", None) if missing(a_min) else a_min
     a_max = kwargs.pop("max", None) if missing(a_max) else a_max
     a_min, a_max = (None if missing(v) else v for v in (a_min, a_max))
-    if out is not None or kwargs:
-        raise unsupported("np.clip with out= or other keywords")
-    dtype = _result_dtype(concrete)
+    if kwargs:
+        raise EagerFallback(f"np.clip with {', '.join(sorted(kwargs))}= is not traced")
+    if out is not None:
+        return _clip_into(rec, out, a, a_min, a_max)
+    var = _clipped(rec, a, a_min, a_max, _result_dtype(concrete))
+    return wrap(rec, concrete, rec.broadcast(var, np.shape(concrete)))
+
+
+def _clipped(rec, a, a_min, a_max, dtype):
     var = rec.operand(a, dtype)
     if a_min is not None:
         var = rec.emit("max", [var, rec.operand(a_min, dtype)])
     if a_max is not None:
         var = rec.emit("min", [var, rec.operand(a_max, dtype)])
-    return wrap(rec, concrete, rec.broadcast(var, np.shape(concrete)))
+    return var
+
+
+def _clip_into(rec, out, a, a_min, a_max):
+    """``np.clip(a, lo, hi, out=t)``: clipped in the dtype NumPy computes in (what it returns
+    without ``out=``), then cast into ``t`` as an in-place write. NumPy already refused a
+    cast that breaks its casting rule while computing the concrete result."""
+    from .ufuncs import _body_created
+    target = out[0] if isinstance(out, tuple) else out
+    if isinstance(target, Tracer):
+        target_value = target.value
+    elif type(target) is np.ndarray:
+        target_value = target
+    else:
+        raise EagerFallback(f"np.clip with out= of type {type(target).__name__}")
+    stand_ins = [np.zeros((), v.dtype) if isinstance(v, (Tracer, np.ndarray, np.generic))
+                 and not getattr(v, "weak", False) else unwrap(v) for v in (a, a_min, a_max)]
+    dtype = np.asarray(np.clip(*stand_ins)).dtype
+    var = _clipped(rec, a, a_min, a_max, dtype)
+    write(rec, target, rec.broadcast(rec.cast(var, target_value.dtype), target_value.shape))
+    if not isinstance(target, Tracer) and _body_created(rec, target):
+        return wrap(rec, target, rec.raw_var(target))
+    return target
 
 
 def _like(value_of):

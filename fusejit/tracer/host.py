@@ -93,9 +93,16 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
         for r, var in zip(results, outs, strict=True):
             add_guard(rec, var, "shape", tuple(np.shape(r)))
     if isinstance(concrete, (tuple, list)):
-        return type(concrete)(proxies) if type(concrete) is not tuple or not hasattr(
-            concrete, "_fields") else type(concrete)(*proxies)
+        return _same_container(concrete, proxies)
     return proxies[0]
+
+
+def _same_container(concrete, items):
+    """``items`` in the container type NumPy returned: a named tuple (``QRResult``,
+    ``EighResult``, ``SVDResult``, ``SlogdetResult``) takes its fields positionally."""
+    if isinstance(concrete, tuple) and hasattr(type(concrete), "_make"):
+        return type(concrete)._make(items)
+    return type(concrete)(items)
 
 
 def host_call(fn, name, args, kwargs, data_dependent=False):

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..ir import Lit, indexing
 from .context import surface
+from .masked import masked_update, remember_masked_read
 from .tracer import Tracer, ViewLink, mark_written, wrap
 from .ufuncs import encode_index
 
@@ -22,7 +23,9 @@ def _has_traced_mask(key) -> bool:
 def getitem(tracer, key):
     if _has_traced_mask(key):  # data-dependent shape: a host op with a shape guard
         from .host import host_call
-        return host_call(operator.getitem, "getitem", (tracer, key), {}, data_dependent=True)
+        result = host_call(operator.getitem, "getitem", (tracer, key), {}, data_dependent=True)
+        remember_masked_read(tracer, key, result)
+        return result
     return surface(operator.getitem, _record_getitem, (tracer, key), {})
 
 
@@ -67,6 +70,10 @@ def _record_setitem(rec, concrete, tracer, key, value):
         converted = python_float_into(value.value, tracer.dtype)
         value = record_host(rec, converted, python_float_into, "python_float_into",
                             (value, tracer.dtype), {})
+    rewritten = masked_update(rec, tracer, key, value)
+    if rewritten is not None:
+        mark_written(tracer, rewritten)
+        return
     index_key, operands = encode_index(rec, key)
     update = rec.operand(value, tracer.dtype)
     if isinstance(update, Lit):

@@ -71,6 +71,24 @@ def test_linalg_solve_and_sort_in_the_middle_are_host_ops_with_kernels_around():
     assert len(explanation.kernels) >= 2 and model.cache_info()["traces"] == 1
 
 
+@pytest.mark.parametrize("name", ["qr", "eigh", "svd", "slogdet"])
+def test_linalg_named_tuple_results_keep_their_type_and_fields(name):
+    @fusejit.compile
+    def factor(a):
+        result = getattr(np.linalg, name)(a @ a.T + 1)
+        return result, result[0] * 2
+
+    for _ in range(3):
+        a = rng.standard_normal((4, 4))
+        (got, doubled), (want, want_doubled) = factor(a), factor.fn(a)
+        assert type(got) is type(want) and got._fields == want._fields
+        for field in want._fields:
+            assert_same(getattr(want, field), getattr(got, field))
+        assert_same(want_doubled, doubled)
+    info = factor.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (1, 0)
+
+
 def test_boolean_mask_read_and_write():
     @fusejit.compile
     def masks(x, h):
@@ -84,6 +102,71 @@ def test_boolean_mask_read_and_write():
     x2 = np.abs(x) + 1                                # every element kept: new shape path
     assert_same(masks.fn(x2, h), masks(x2, h))
     assert masks.cache_info()["traces"] == 2
+
+
+def _reflect(x):
+    x[x < -1] *= -1
+    return x
+
+
+def _local_copy(x):
+    y = x.copy()
+    y[y < 0] *= 2
+    return y
+
+
+def _increment_negative(x):
+    x[x < 0] += 1
+    return x
+
+
+def _scale_rows(x):
+    x[x[:, 0] > 0] *= 3.0
+    return x
+
+
+def _negate_masked(x):
+    m = x < 0
+    x[m] = -x[m]
+    return x
+
+
+def _masked_inputs():
+    yield from (rng.standard_normal((3, 4)) * 2 for _ in range(4))
+    yield np.full((3, 4), 5.0)      # mask all False (reflect), all True (scale_rows)
+    yield np.full((3, 4), -5.0)     # mask all True (reflect)
+
+
+@pytest.mark.parametrize("fn, traces", [(_reflect, 1), (_local_copy, 1),
+                                        (_increment_negative, 1), (_scale_rows, 1),
+                                        (_negate_masked, None)])
+def test_masked_update_compiles_and_mutates_like_numpy(fn, traces):
+    """``x[m] op= v`` is a ``where`` over x with no shape guard; ``x[m] = f(x[m])`` is a
+    setitem behind the read's shape guard (one path per count of selected elements)."""
+    compiled = fusejit.compile(fn)
+    for x in _masked_inputs():
+        eager, mine = x.copy(), x.copy()
+        assert_same(fn(eager), compiled(mine))
+        assert_same(eager, mine)
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0
+    if traces is not None:
+        assert info["traces"] == traces
+
+
+def test_masked_update_keeps_the_guard_while_the_read_is_still_used():
+    @fusejit.compile
+    def keep(x):
+        v = x[x < 0]
+        v *= 2
+        x[x < 0] = v
+        return x, v.sum()
+
+    for x in _masked_inputs():
+        eager, mine = x.copy(), x.copy()
+        assert_same(keep.fn(eager), keep(mine))
+        assert_same(eager, mine)
+    assert keep.cache_info()["eager_calls"] == 0
 
 
 def test_a_body_that_raises_for_some_inputs_raises_like_numpy_and_keeps_working():

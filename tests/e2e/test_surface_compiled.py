@@ -174,3 +174,46 @@ def test_methods_the_tracer_does_not_map_run_eagerly(source):
     for values in (x, x * 3):
         assert_same(fn(values.copy()), compiled(values))
     assert compiled.cache_info()["eager_signatures"] == 1
+
+
+def _clip_in_place(g, c):
+    np.clip(g, -c, c, out=g)
+    return g.sum()
+
+
+def _clip_method_in_place(g, c):
+    return g.clip(-c, c, out=g) * 2
+
+
+def _clip_into_other(g, h):
+    np.clip(g, -1, 1, out=h)
+    return h
+
+
+def _clip_into_float32(g, h):
+    np.clip(g, -0.5, 0.5, out=h)    # computed in float64, cast into h (same_kind)
+    return h
+
+
+def _clip_into_view(g):
+    np.clip(g[1:], 0, 1, out=g[:-1])
+    return g
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_clip_in_place, lambda r: (r.standard_normal(10) * 3, 1.0)),
+    (_clip_method_in_place, lambda r: (r.standard_normal((3, 4)) * 3, 0.5)),
+    (_clip_into_other, lambda r: (r.standard_normal(6) * 3, np.zeros(6))),
+    (_clip_into_float32, lambda r: (r.standard_normal(6) * 3, np.zeros(6, np.float32))),
+    (_clip_into_view, lambda r: (r.standard_normal(6) * 3,)),
+])
+def test_clip_with_out_writes_in_place_like_numpy(fn, make):
+    compiled, r = fusejit.compile(fn), np.random.default_rng(3)
+    for _ in range(3):
+        args = make(r)
+        eager = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        assert_same(fn(*eager), compiled(*mine), TOLERANCE)
+        assert_same(eager, mine)
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (1, 0)
