@@ -82,7 +82,7 @@ class Explanation:
 
 NOTHING_YET = "nothing is compiled for this signature yet"
 CONSTANTS_TITLE = ("constants (arrays NumPy computed while tracing from no traced value, such "
-                   "as W * 2 of a captured W; replays reuse them)")
+                   "as np.tril(np.ones(...)); replays reuse them)")
 
 
 def _section(title, rows):

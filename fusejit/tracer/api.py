@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, TensorType, Var
+from . import capture_proxies
 from .captures import Capture, Roots
 from .containers import detect_container_writes, pair_containers
 from .context import Fallback, Recorder, active, sanitize, set_active
@@ -104,15 +105,16 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     name = name or getattr(fn, "__name__", "fn")
     recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves)
     proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
-    proxy_args, proxy_kwargs = unflatten(treedef, [proxies.get(i, leaf)
+    body, shadows = capture_proxies.plan(fn, recorder, leaves, hints)
+    proxy_args, proxy_kwargs = unflatten(treedef, [proxies.get(i, shadows.get(i, leaf))
                                                    for i, leaf in enumerate(leaves)])
     random_before = _random_state_token()
     before = snapshot(leaves, fn)
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)
     try:
-        with traced_conversions():
-            result = fn(*proxy_args, **proxy_kwargs)
+        with traced_conversions(), capture_proxies.copied_back(body, recorder):
+            result = capture_proxies.unshadow(body.fn(*proxy_args, **proxy_kwargs), body)
     finally:
         set_active(None)
     detect_container_writes(recorder, containers)

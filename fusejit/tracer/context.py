@@ -140,7 +140,9 @@ class Recorder:
         """A literal list in the source becomes a constant array held by the trace."""
         return np.asarray(x)
 
-    def raw_var(self, array: np.ndarray) -> Var:
+    def raw_var(self, array: np.ndarray, fresh: bool = False) -> Var:
+        """The capture of a plain array the body used; ``fresh``: one it made from nothing
+        (``np.eye(n)``), which no traced write before can have reached."""
         entry = self.raw.get(id(array))
         if entry is not None and entry[0] is array:
             return entry[1]
@@ -149,9 +151,20 @@ class Recorder:
         if array.dtype.kind in "OV" or array.dtype.fields is not None:
             raise EagerFallback(f"array of dtype {array.dtype} (object or structured) used "
                                 f"in the body")
-        return self._capture(array)
+        return self._capture(array, fresh)
 
-    def _capture(self, array: np.ndarray) -> Var:
+    def capture_at(self, array: np.ndarray, source, steps, text: str) -> Var:
+        """The capture of ``array``, read through the path its proxy was made for (a global,
+        a closure cell, attributes and items of an argument object)."""
+        entry = self.raw.get(id(array))
+        if entry is not None and entry[0] is array:
+            return entry[1]
+        var = Var(TensorType(array.shape, array.dtype), sanitize(text.split(" ")[-1]))
+        self.captures.append(CaptureRecord(text, var, source, steps, array))
+        self.raw[id(array)] = [array, var, len(self.captures) - 1]
+        return var
+
+    def _capture(self, array: np.ndarray, fresh: bool = False) -> Var:
         extra = Roots()
         for frame in user_frames(1):
             extra.add_globals(frame.f_globals, frame.f_code)
@@ -160,7 +173,7 @@ class Recorder:
             loc = current_loc()
             where = loc.short().split(" ")[0] if loc else "<unknown>"
             source, steps, text = ("const", array.copy()), (), f"constant used at {where}"
-            if self.written:
+            if self.written and not fresh:
                 self.set_fallback(UNTRACED_AFTER_WRITE, loc)
         else:
             source, steps, text = found

@@ -9,11 +9,12 @@ from ..ir import Graph
 from .api import Mutation, OutputLeaf, Trace
 from .captures import Capture
 from .context import UNTRACED_AFTER_WRITE, unwrap
+from .folding import fold_constants
 from .guards import Guard
 from .pytree import flatten, unflatten
 from .scalars import TracedFloat
 from .side_effects import detect
-from .tracer import Tracer
+from .tracer import CapturedTracer, Tracer
 
 
 def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trace:
@@ -36,6 +37,7 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
         attr_writes = tuple(replace(w, outputs=tuple(
             _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
         guards = _guards(recorder, outputs, returned)
+        fold_constants(recorder, outputs)
     captures = tuple(Capture(c.description, c.var.type, c.source, c.steps)
                      for c in recorder.captures)
     inputs = list(recorder.inputs) + [c.var for c in recorder.captures]
@@ -95,6 +97,8 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
     elif type(leaf) is float and id(leaf) in returned and returned[id(leaf)].returned is leaf:
         index = _value_output(recorder, returned.pop(id(leaf)).var, outputs)
         return OutputLeaf("value", index, pyfloat=True)
+    if isinstance(leaf, CapturedTracer):    # ``return self.w``: the array itself, as eager
+        leaf = leaf.registered()
     if isinstance(leaf, Tracer):
         for index, proxy in proxies.items():
             if proxy is leaf:

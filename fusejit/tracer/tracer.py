@@ -182,6 +182,25 @@ class Tracer:
         setitem(self, key, value)
 
 
+class CapturedTracer(Tracer):
+    """A captured array (a global, a closure cell, an attribute of an argument object) as the
+    body sees it while tracing: its Var is the capture's current one, shared with plain uses
+    of the same array, so reads and in-place writes are recorded like any traced op."""
+
+    def __init__(self, array: np.ndarray, recorder, path: tuple = ()):
+        super().__init__(array, None, recorder)
+        self.owns, self.path = True, path    # (source, steps, description) as in captures
+
+    @property
+    def ir_var(self):
+        return self.recorder.capture_at(self.value, *self.path)
+
+    def registered(self) -> np.ndarray:
+        """The array, registered as a capture (``return self.w`` returns it, as eager)."""
+        self.ir_var  # noqa: B018 -- registers it
+        return self.value
+
+
 def remember_text(recorder, text: str) -> None:
     if recorder is not None and active() is recorder:
         recorder.formatted[id(text)] = text
@@ -190,6 +209,9 @@ def remember_text(recorder, text: str) -> None:
 def mark_written(tracer: Tracer, new_var) -> None:
     """Rebind ``tracer`` to ``new_var`` after an in-place write, writing through to its base."""
     link = tracer.link
+    if isinstance(tracer, CapturedTracer):
+        write(tracer.recorder, tracer.value, new_var)
+        return
     if link is None:
         if not tracer.owns:
             raise EagerFallback("in-place write into a view of an array the tracer cannot follow")

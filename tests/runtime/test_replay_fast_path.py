@@ -23,11 +23,9 @@ def replayed(compiled, *args):
 
 
 def test_every_output_leaf_kind_comes_back_as_eager_numpy_gives_it():
-    table = np.arange(3.0)
-
     def body(x, y):
         total = x.sum()
-        return {"passed": x, "table": table, "total": total, "mean": float(total) / x.size,
+        return {"passed": x, "table": np.arange(3.0), "total": total, "mean": float(total) / x.size,
                 "pair": (np.tanh(x) * y, (x * 2).argmax(axis=1)), "label": "ok", "n": 3}
 
     x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
@@ -39,6 +37,16 @@ def test_every_output_leaf_kind_comes_back_as_eager_numpy_gives_it():
     assert result["passed"] is x
     result["table"][0] = 99.0                 # a constant output is a fresh copy per call
     assert compiled(x, y)["table"][0] == 0.0
+
+
+def test_a_returned_captured_array_is_the_array_itself():
+    table = np.arange(3.0)
+    compiled = fusejit.compile(lambda x: (x * 2, table))
+    x = np.ones(3)
+    for _ in range(3):
+        doubled, same = compiled(x)
+        assert same is table
+        assert_same(x * 2, doubled)
 
 
 def test_a_single_array_and_a_flat_tuple_of_arrays():

@@ -1,0 +1,104 @@
+"""Arrays the body creates (``np.zeros``, ``np.empty``, ``np.full``, ``np.eye``...) as proxies.
+
+An array the body creates from no traced value is plain NumPy: storing traced values into it
+(``out[:, :k] = a``, ``Y[np.arange(n), labels] = 1``) or indexing it with a traced index
+(``np.eye(n)[labels]``) asks the traced value for a concrete array, and the signature runs
+eagerly. So the traced copy of the function (``capture_proxies``) sees, in place of a global
+bound to the ``numpy`` module, a view of it whose creation functions return a proxy of NumPy's
+result when called with no traced argument; a global bound to one of those functions
+(``from numpy import zeros``) gets the wrapped one. A constant fill is a ``full`` node computed
+in the kernels; ``np.eye`` and ``np.identity`` are constants of the program. Fortran-ordered
+results and ``like=`` are left to NumPy, and so are calls made elsewhere: NumPy's own code,
+compiled extensions, and functions of other modules (``overlay`` copies only the helpers that
+live in the traced function's module).
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import types
+
+import numpy as np
+
+from .context import _mentions_tracer, active
+from .loc import _classify
+from .tracer import CapturedTracer, Tracer, wrap
+
+FILLS = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}
+FULLS = ("full", "full_like")
+CONSTANTS = ("eye", "identity")
+
+
+class MadeTracer(CapturedTracer):
+    """A constant the body made (``np.eye(n)``), written like a captured array."""
+
+    @property
+    def ir_var(self):
+        return self.recorder.raw_var(self.value, fresh=True)
+
+
+def _constant(recorder, result):
+    """A proxy of a made constant, registered now: before the body writes into it."""
+    proxy = MadeTracer(result, recorder)
+    recorder.raw_var(result, fresh=True)
+    return proxy
+
+
+def wrapper(name: str, original):
+    @functools.wraps(original)
+    def wrapped(*args, **kwargs):
+        result = original(*args, **kwargs)
+        recorder = active()
+        if (recorder is None or recorder.fallback is not None or not _plain(result)
+                or kwargs.get("like") is not None or _mentions_tracer(args, kwargs)
+                or _classify(sys._getframe(1).f_code.co_filename) != "user"):
+            return result
+        return _proxy(recorder, name, result, args, kwargs)
+    return wrapped
+
+
+def _plain(result) -> bool:
+    """A C-ordered ndarray of a dtype kernels compute (not ``order="F"``, not a subclass)."""
+    return (type(result) is np.ndarray and result.flags.c_contiguous
+            and result.dtype.kind not in "OVSUMm")
+
+
+def _proxy(recorder, name, result, args, kwargs):
+    if name in CONSTANTS:
+        return _constant(recorder, result)
+    if name in FILLS:
+        value = FILLS[name]
+    else:
+        fill = kwargs.get("fill_value", args[1] if len(args) > 1 else None)
+        if np.ndim(fill) != 0 or result.size == 0:
+            return _constant(recorder, result)
+        value = result.reshape(-1)[0].item()
+    var = recorder.emit("full", [], {"shape": result.shape, "dtype": result.dtype,
+                                     "value": result.dtype.type(value).item()})
+    proxy = wrap(recorder, result, var)
+    return proxy if isinstance(proxy, Tracer) else result
+
+
+NAMES = (*FILLS, *FULLS, *CONSTANTS)
+_BY_FUNCTION = {id(getattr(np, name)): name for name in NAMES}
+
+
+class NumpyView(types.SimpleNamespace):
+    """``numpy`` as the traced body sees it: its creation functions wrapped, the rest NumPy's."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def numpy_view() -> NumpyView:
+    return NumpyView(**{name: wrapper(name, getattr(np, name)) for name in NAMES})
+
+
+def replacement(value, view: NumpyView):
+    """What a global of the traced copy holds instead of ``value``; None: ``value`` itself."""
+    if value is np:
+        return view
+    name = _BY_FUNCTION.get(id(value))
+    if name is not None and value is getattr(np, name):
+        return getattr(view, name)
+    return None

@@ -1,0 +1,59 @@
+"""Values that depend on no input: computed once, at the end of the trace.
+
+Arrays the body creates are proxies (``creation.py``), so NumPy code on them alone is recorded
+too: ``np.tril(np.ones((n, n), bool))`` becomes a ``full`` node and a ``tril`` host op that
+would run on every replay. Every value computed only from fills, constants and literals is the
+same on every call: each one that the rest of the program reads (or that is an output) becomes
+a constant input holding its value, taken through a ``reshape`` to its own shape so the
+references to it stay valid; the nodes that computed it are left to dead-code elimination.
+``full`` nodes themselves stay: kernels compute them for free.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Lit, Node, TensorType, Var
+from ..ir.interpret import run_node
+from .context import CaptureRecord
+
+
+def fold_constants(recorder, outputs: list) -> None:
+    constant = {c.var: c for c in recorder.captures if c.source[0] == "const"}
+    producers, folded = {}, []
+    for index, node in enumerate(recorder.nodes):
+        if all(isinstance(v, Lit) or v in constant for v in node.inputs):
+            constant.update((var, node) for var in node.outputs)
+            producers.update((var, node) for var in node.outputs)
+            if node.op != "full" and len(node.outputs) == 1:
+                folded.append(index)
+    read = {v for node in recorder.nodes
+            if not all(var in constant for var in node.outputs) for v in node.inputs}
+    read.update(outputs)
+    values = {c.var: c.source[1] for c in recorder.captures if c.source[0] == "const"}
+    for index in folded:
+        node = recorder.nodes[index]
+        if node.outputs[0] in read:
+            value = _value(node.outputs[0], producers, values)
+            recorder.nodes[index] = _from_constant(recorder, node, value)
+
+
+def _value(var, producers, values):
+    """``var``'s value, computed from the constants and literals it depends on."""
+    if isinstance(var, Lit):
+        return np.asarray(var.value)
+    if var not in values:
+        node = producers[var]
+        args = [_value(v, producers, values) for v in node.inputs]
+        values.update(zip(node.outputs, run_node(node, args), strict=True))
+    return values[var]
+
+
+def _from_constant(recorder, node, value) -> Node:
+    out = node.outputs[0]
+    value = np.array(value, dtype=out.type.dtype, copy=True)
+    var = Var(TensorType(out.type.shape, out.type.dtype), "const")
+    where = node.loc.short().split(" ")[0] if node.loc else "<unknown>"
+    recorder.captures.append(CaptureRecord(f"constant computed at {where}", var,
+                                           ("const", value), (), value))
+    recorder.raw[id(value)] = [value, var, len(recorder.captures) - 1]
+    return Node("reshape", [var], [out], {"shape": out.type.shape}, node.loc)

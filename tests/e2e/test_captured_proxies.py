@@ -1,0 +1,174 @@
+"""Captured and body-made arrays are proxies while tracing: NumPy code on them alone replays.
+
+Each test runs the same steps eagerly on state of its own and compiled, and compares results
+and state after every call (docs/tracing.md, "Captured arrays are read by reference").
+"""
+import threading
+
+import numpy as np
+from numpy import zeros
+
+import fusejit
+from tests.oracle import assert_same
+
+RUNNING = np.zeros(3)
+SCALE = np.ones(3)
+CALLS = 0
+
+
+def test_an_untraced_update_of_a_global_before_a_traced_one_is_replayed():
+    def ema(x):
+        RUNNING[...] *= 0.9                  # no traced value in it
+        RUNNING[...] += 0.1 * x
+        return x * 1.0
+
+    compiled, expected = fusejit.compile(ema), np.zeros(3)
+    RUNNING[...] = 0
+    for step in range(4):
+        x = np.full(3, step + 1.0)
+        compiled(x)
+        expected *= 0.9
+        expected += 0.1 * x
+        assert_same(expected, RUNNING)
+    assert compiled.cache_info()["traces"] == 1
+
+
+class BatchNorm:
+    def __init__(self):
+        self.mean, self.momentum = np.zeros(4), 0.1
+
+    def __call__(self, x):
+        mu = x.mean(axis=0)
+        self.mean *= 1 - self.momentum       # running statistics, untraced then traced
+        self.mean += self.momentum * mu
+        return x - mu
+
+
+def test_running_statistics_on_self_are_replayed():
+    compiled, model, expected = fusejit.compile(BatchNorm.__call__), BatchNorm(), BatchNorm()
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x = rng.standard_normal((8, 4))
+        assert_same(expected(x), compiled(model, x))
+        assert_same(expected.mean, model.mean)
+    assert compiled.cache_info()["traces"] == 1
+
+
+def _decay_scale():
+    SCALE[...] *= 0.5
+
+
+def _scaled(x):
+    buffer = np.zeros(x.shape)
+    buffer[:] = x
+    return buffer * SCALE.sum()
+
+
+def test_helpers_of_the_same_module_see_proxies_and_module_state_is_kept():
+    def body(x):
+        global CALLS
+        CALLS += 1                           # a Python side effect: once per trace
+        _decay_scale()
+        return _scaled(x)
+
+    compiled, expected = fusejit.compile(body), np.ones(3)
+    SCALE[...] = 1
+    before = CALLS
+    for step in range(3):
+        x = np.full(3, step + 1.0)
+        expected *= 0.5
+        assert_same(x * expected.sum(), compiled(x))
+        assert_same(expected, SCALE)
+    calls = CALLS
+    assert calls == before + 1 and globals()["_scaled"] is _scaled
+
+
+def test_rebinding_a_captured_global_array_runs_eagerly():
+    def rebind(x):
+        global RUNNING
+        RUNNING = RUNNING + x
+        return x
+
+    compiled, original = fusejit.compile(rebind), RUNNING
+    try:
+        compiled(np.ones(3))
+        assert type(RUNNING) is np.ndarray and compiled.cache_info()["eager_signatures"] == 1
+        assert "global RUNNING rebound" in compiled.explain(np.ones(3)).reason
+    finally:
+        globals()["RUNNING"] = original
+
+
+def test_returning_self_returns_the_object_and_attributes_stay_arrays():
+    class Model:
+        def __init__(self):
+            self.w = np.ones(2)
+
+        def step(self, g):
+            self.w -= g
+            return self
+
+    compiled, model = fusejit.compile(Model.step), Model()
+    for _ in range(3):
+        assert compiled(model, np.ones(2)) is model
+    assert type(model.w) is np.ndarray
+    assert_same(np.full(2, -2.0), model.w)
+
+
+def test_buffers_made_with_names_imported_from_numpy_are_traced():
+    def one_hot(labels):
+        out = zeros((labels.shape[0], 3))
+        out[np.arange(labels.shape[0]), labels] = 1.0
+        return out
+
+    compiled = fusejit.compile(one_hot)
+    for labels in (np.array([0, 2, 1]), np.array([2, 2, 0])):
+        assert_same(one_hot(labels), compiled(labels))
+    assert compiled.cache_info()["eager_signatures"] == 0
+
+
+def test_values_of_constants_alone_are_computed_once_as_constants():
+    def masked(x):
+        causal = np.tril(np.ones((x.shape[0], x.shape[0]), dtype=bool))
+        return np.where(causal, x, 0.0)
+
+    compiled = fusejit.compile(masked)
+    x = np.arange(16.0).reshape(4, 4)
+    assert_same(masked(x), compiled(x))
+    text = str(compiled.explain(x))
+    assert "0 host ops" in text and "bool[4,4] constant computed at" in text
+
+
+def test_other_threads_see_the_real_module_and_objects_while_a_trace_runs():
+    seen = []
+    started, release = threading.Event(), threading.Event()
+
+    def slow(x):
+        started.set()
+        release.wait(5)
+        return x * SCALE
+
+    def watch():
+        started.wait(5)
+        seen.append((type(SCALE), type(globals()["np"].zeros(2))))
+        release.set()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    fusejit.compile(slow)(np.ones(3))
+    watcher.join()
+    assert seen == [(np.ndarray, np.ndarray)]
+
+
+def test_constants_the_body_makes_and_updates_in_place_are_replayed():
+    def shifted(x):
+        eye = np.eye(3)
+        eye *= 2                             # first used by a write: applied once, not twice
+        eye[0, 0] += 1.0
+        rows = np.full((3, 3), [1.0, 2.0, 3.0])
+        rows[1] *= 2
+        return x @ eye + rows
+
+    compiled = fusejit.compile(shifted)
+    for scale in (1.0, 2.0, 3.0):
+        x = scale * np.arange(9.0).reshape(3, 3)
+        assert_same(shifted(x), compiled(x))
