@@ -13,7 +13,15 @@ from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
 from ..tracer import flatten, trace
 from .device import copy_into, host_copies, to_device
-from .entries import ALIASED, MISS, RETRACE, CompiledEntry, EagerEntry, TraceTree
+from .entries import (
+    ALIASED,
+    INTERNAL_ERRORS,
+    MISS,
+    RETRACE,
+    CompiledEntry,
+    EagerEntry,
+    TraceTree,
+)
 from .key import UntraceableInput, check_dtype, leaf_signature, make_key
 from .pipeline import build_program
 
@@ -252,6 +260,9 @@ class CompiledFunction:
         try:
             tree = self.entry_for(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 -- a call with these arguments raises it too
+            if (config.strict() and isinstance(exc, (FusejitError, *INTERNAL_ERRORS))
+                    and not isinstance(exc, UnsupportedError)):
+                raise             # fusejit's own bug: the test suite must see it
             return explain_error(self, exc, signature)
         return explain_entry(self, tree, signature)
 

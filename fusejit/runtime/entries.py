@@ -18,7 +18,8 @@ guard_log = topic("guards")
 RETRACE = object()  # a captured array changed shape or dtype: trace this signature again
 MISS = object()     # no compiled path's guards hold for this call
 # Replay errors that are fusejit's own bugs, never NumPy's answer: raised under strict mode
-# (FUSEJIT_STRICT=1, the test suite's), where other errors trace again to raise NumPy's.
+# (FUSEJIT_STRICT=1, the test suite's); otherwise the path is dropped and the signature runs
+# eagerly. Other errors trace again, to raise NumPy's.
 INTERNAL_ERRORS = (SyntaxError, NameError, AttributeError, AssertionError)
 ALIASED = object()  # an array the program writes shares memory with another input: eager
 

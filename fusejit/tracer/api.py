@@ -105,16 +105,15 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     name = name or getattr(fn, "__name__", "fn")
     recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves)
     proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
-    body, shadows = capture_proxies.plan(fn, recorder, leaves, hints)
-    proxy_args, proxy_kwargs = unflatten(treedef, [proxies.get(i, shadows.get(i, leaf))
+    proxy_args, proxy_kwargs = unflatten(treedef, [proxies.get(i, leaf)
                                                    for i, leaf in enumerate(leaves)])
     random_before = _random_state_token()
     before = snapshot(leaves, fn)
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)
     try:
-        with traced_conversions(), capture_proxies.copied_back(body, recorder):
-            result = capture_proxies.unshadow(body.fn(*proxy_args, **proxy_kwargs), body)
+        with traced_conversions(), capture_proxies.proxied(fn, recorder, leaves, hints) as body:
+            result = body(*proxy_args, **proxy_kwargs)
     finally:
         set_active(None)
     detect_container_writes(recorder, containers)

@@ -3,25 +3,33 @@
 NumPy code on captured arrays alone (``R *= 0.9`` on a global, ``self.rm *= 1 - mom``,
 ``np.sum(W ** 2)``) never reaches the tracer when the body reads plain arrays: it would run
 once, while tracing, and replays would lose it. So the body is called as a traced copy
-(``overlay.py``: globals, closure cells, helper functions of its module) and on shadows of
-``self`` and the other argument objects: instances of the same class whose attributes, and
-the lists, dicts and objects they hold down to ``MAX_DEPTH`` steps, show ``CapturedTracer``s
-for arrays. Nothing shared is changed while tracing, so other threads see the objects as
-they were; afterwards what the body bound in the shadows is copied back to the real objects
+(``overlay.py``: globals, closure cells, helper functions of its module), and the arrays held
+by ``self`` and the other argument objects (attributes, and the lists, dicts and objects they
+hold, down to ``MAX_DEPTH`` steps) are swapped in place for ``CapturedTracer``s while it runs.
+The objects themselves stay the same, so identity (``o is DEFAULT``, ``id(o)`` keys, back
+references) holds. On exit every slot of those containers that still holds a proxy gets its
+array back; a slot the body (or another thread) rebound keeps the new value
 (``side_effects.detect`` then replays or refuses traced values bound to an argument object).
+Another thread reading such an attribute during the trace sees the proxy, which computes as
+its array outside the trace.
 """
 from __future__ import annotations
 
+import functools
+import sys
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .captures import MAX_DEPTH, _found
 from .context import unwrap
+from .loc import _classify
 from .overlay import Copies, proxyable
-from .pytree import flatten, unflatten
 from .side_effects import _has_traced, _watchable
 from .tracer import CapturedTracer, Tracer
+
+LEAKED = ("side effect that replay would lose: a traced value stored into a list, dict or "
+          "object reached from a global or closure")
 
 
 @dataclass
@@ -29,113 +37,109 @@ class Plan:
     """How to call the body on proxies, and how to copy its bindings back afterwards."""
 
     fn: object
-    shadows: _Shadows
+    swaps: _Swaps
     copies: Copies
 
 
-class _Shadows:
-    """Proxies for arrays and shadow copies of the lists, dicts and objects that hold them."""
+class _Swaps:
+    """Arrays in argument objects swapped for proxies, and the proxies' paths."""
 
     def __init__(self, recorder):
         self.recorder = recorder
-        self.made: dict = {}     # id(real) -> its proxy or shadow
-        self.real: dict = {}     # id(proxy or shadow) -> real
-        self.pairs: list = []    # (real, shadow, top): lists, dicts and objects copied
+        self.seen: set = set()       # ids of the objects and containers looked into
+        self.proxies: dict = {}      # id(array) -> its proxy
+        self.arrays: dict = {}       # id(proxy) -> its array
+        self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
+        self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
 
-    def of(self, value, depth: int, where: tuple, top: bool = False):
-        """What the body sees for ``value``: a proxy for an array, a shadow of a list, dict
-        or object holding arrays ``depth`` levels down, else ``value`` itself. ``where`` is
-        the path the runtime reads it through: (source, steps, label) as in ``captures``."""
-        made = self.made.get(id(value))
-        if made is not None:
-            return made
-        if proxyable(value):
+    def proxy(self, array, where):
+        """The one proxy of ``array``, reading it through ``where`` = (source, steps,
+        label) as in ``captures``."""
+        proxy = self.proxies.get(id(array))
+        if proxy is None:
             source, steps, label = where
             path = (source, steps, _found(source, label, steps)[2])
-            return self._remember(value, CapturedTracer(value, self.recorder, path))
-        if depth == 0:
-            return value
-        if type(value) in (list, tuple, dict):
-            items = list(value.items() if type(value) is dict else enumerate(value))
-            seen = {key: self.of(item, depth - 1, _below(where, "item", key))
-                    for key, item in items}
-            if all(seen[key] is item for key, item in items):
-                return value
-            shadow = seen if type(value) is dict else type(value)(seen.values())
-            return self._remember(value, shadow, type(value) is not tuple, top)
-        if _watchable(value) and not isinstance(value, CapturedTracer):
-            return self._object(value, depth, where, top)
-        return value
+            proxy = self.proxies[id(array)] = CapturedTracer(array, self.recorder, path)
+            self.arrays[id(proxy)] = array
+        return proxy
 
-    def _object(self, obj, depth, where, top):
-        if any("__slots__" in vars(cls) for cls in type(obj).__mro__):
-            return obj          # a shadow made bare would lack the slots' values
-        attrs = vars(obj)
-        seen = {name: self.of(item, depth - 1, _below(where, "attr", name))
-                for name, item in attrs.items()}
-        if all(seen[name] is item for name, item in attrs.items()):
-            return obj
-        try:
-            shadow = object.__new__(type(obj))
-            vars(shadow).update(seen)
-        except (TypeError, AttributeError):   # a class that cannot be made bare
-            return obj
-        return self._remember(obj, shadow, True, top)
+    def swap(self, value, where: tuple, depth: int = MAX_DEPTH) -> None:
+        """Swap the arrays held by ``value`` (``depth`` levels down) for proxies."""
+        if depth == 0 or id(value) in self.seen:
+            return
+        self.seen.add(id(value))
+        if type(value) in (list, dict):
+            slots = value
+        elif type(value) is tuple:
+            for key, item in enumerate(value):
+                self.swap(item, _below(where, "item", key), depth - 1)
+            return
+        elif _watchable(value) and _user_class(value) and not isinstance(value, Tracer):
+            slots = vars(value)
+        else:
+            return
+        if where[0][0] in ("global", "cell"):
+            self.shared.append(slots)
+        step = "attr" if slots is not value else "item"
+        for key, item in list(slots.items() if type(slots) is dict else enumerate(slots)):
+            if proxyable(item):
+                slots[key] = self.proxy(item, _below(where, step, key))
+                self.containers[id(slots)] = slots
+            else:
+                self.swap(item, _below(where, step, key), depth - 1)
 
-    def _remember(self, real, made, copied=False, top=False):
-        self.made[id(real)], self.real[id(made)] = made, real
-        if copied:
-            self.pairs.append((real, made, top))
-        return made
-
-    def restore(self, value):
-        return self.real.get(id(value), value)
-
-    def copy_back(self) -> None:
-        """The shadows' items and attributes onto the real lists, dicts and objects. Proxies
-        and shadows left in place become the real ones again. An argument object keeps
-        traced values the body bound to it (``side_effects.detect`` replays or refuses
-        them); anywhere deeper they are a side effect replay would lose."""
-        for real, shadow, top in self.pairs:
-            if type(real) is list:
-                new = [self.restore(item) for item in shadow]
-                if len(new) != len(real) or any(a is not b for a, b in zip(new, real, strict=True)):
-                    real[:] = self._checked(new, top, real)
-                continue
-            target, seen = (real, shadow) if type(real) is dict else (vars(real), vars(shadow))
-            for name in [name for name in target if name not in seen]:
-                del target[name]
-            for name, item in seen.items():
-                item = self.restore(item)
-                if target.get(name, _MISSING) is not item:
-                    target[name] = self._checked(item, top, real)
-
-    def _checked(self, value, top, where):
-        if top or not _has_traced(value):
-            return value
-        self.recorder.set_fallback(f"side effect that replay would lose: traced values stored "
-                                   f"into a {type(where).__name__} held by an argument", None)
-        return unwrap(value)
+    def restore(self) -> None:
+        """Every slot that holds a proxy gets its array back. A traced value the body stored
+        into a list, dict or object reached from a global or closure (``CACHE[k] =
+        np.empty(n)``) is a side effect replay would lose: its array is stored instead, and
+        the signature runs eagerly (argument objects: ``side_effects.detect``)."""
+        for slots in self.containers.values():
+            pairs = slots.items() if type(slots) is dict else enumerate(slots)
+            for key, item in list(pairs):
+                if id(item) in self.arrays and item is self.proxies.get(id(item.value)):
+                    slots[key] = self.arrays[id(item)]
+        for slots in self.shared:
+            pairs = slots.items() if type(slots) is dict else enumerate(slots)
+            for key, item in list(pairs):
+                if isinstance(item, Tracer) or _has_traced(item):
+                    slots[key] = unwrap(item)
+                    self.recorder.set_fallback(LEAKED, None)
 
 
-def plan(fn, recorder, leaves: list, hints: list[str]) -> tuple[Plan, dict]:
-    """The callable to trace and ``{leaf index: shadow}`` for argument objects."""
-    shadows = _Shadows(recorder)
-    result = Plan(fn, shadows, Copies(lambda array, where: shadows.of(array, 0, where)))
+def _user_class(obj) -> bool:
+    """An instance of a class defined in user code and without ``__slots__``: library objects
+    (a SciPy sparse matrix, a logger) keep their arrays while tracing."""
+    cls = type(obj)
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None) or "<unknown>"
+    return (_classify(filename) == "user"
+            and not any("__slots__" in vars(base) for base in cls.__mro__))
+
+
+def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
+    """The callable to trace; the arrays of argument objects are swapped for proxies."""
+    swaps = _Swaps(recorder)
+    result = Plan(fn, swaps, Copies(swaps))
+    if isinstance(fn, functools.partial) and type(fn.func) is types.FunctionType:
+        result.fn = functools.partial(result.copies.function(fn.func), *fn.args, **fn.keywords)
+        for name, value in fn.keywords.items():   # static arguments (``static_argnames``)
+            swaps.swap(value, (("object", value), (), name))
+        return _argument_objects(result, leaves, hints)
     bound = getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
     func = fn.__func__ if bound is not None else fn
     if type(func) is types.FunctionType:
         func = result.copies.function(func)
-        if bound is not None:
-            bound = shadows.of(bound, MAX_DEPTH, (("object", bound), (), "self"), top=True)
         result.fn = func if bound is None else types.MethodType(func, bound)
-    replaced = {}
+    if bound is not None:
+        swaps.swap(bound, (("object", bound), (), "self"))
+    return _argument_objects(result, leaves, hints)
+
+
+def _argument_objects(result: Plan, leaves, hints) -> Plan:
     for index, leaf in enumerate(leaves):
         if _watchable(leaf):
-            shadow = shadows.of(leaf, MAX_DEPTH, (("leaf", index), (), hints[index]), top=True)
-            if shadow is not leaf:
-                replaced[index] = shadow
-    return result, replaced
+            result.swaps.swap(leaf, (("leaf", index), (), hints[index]))
+    return result
 
 
 def _below(where, step, key):
@@ -143,24 +147,13 @@ def _below(where, step, key):
     return source, (*steps, (step, key)), label
 
 
-def unshadow(result, traced: Plan):
-    """The body's result with any shadow it returned (``return self``) replaced by its
-    object."""
-    if not traced.shadows.pairs:
-        return result
-    leaves, treedef = flatten(result)
-    return unflatten(treedef, [traced.shadows.restore(leaf) if not isinstance(leaf, Tracer)
-                               else leaf for leaf in leaves])
-
-
 @contextmanager
-def copied_back(traced: Plan, recorder):
-    """Copy the body's bindings back to the real globals, cells and objects on exit."""
+def proxied(fn, recorder, leaves: list, hints: list[str]):
+    """The callable to trace, with the arrays of argument objects swapped for proxies until
+    the body returns; then the body's bindings are copied back and the arrays restored."""
+    traced = plan(fn, recorder, leaves, hints)
     try:
-        yield
+        yield traced.fn
     finally:
         traced.copies.copy_back(recorder)
-        traced.shadows.copy_back()
-
-
-_MISSING = object()
+        traced.swaps.restore()

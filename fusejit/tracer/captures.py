@@ -45,8 +45,13 @@ class Capture:
             elif step == "item":
                 obj = obj[key]
             else:
-                obj = _view_again(obj, key)
-        return obj
+                obj = _view_again(_array_of(obj), key)
+        return _array_of(obj)
+
+
+def _array_of(obj):
+    """The array itself where another thread's trace has swapped in its proxy for now."""
+    return obj if type(obj) is np.ndarray else getattr(obj, "swapped_array", obj)
 
 
 def _view_geometry(view: np.ndarray, base) -> tuple | None:
@@ -110,7 +115,9 @@ def _children(obj):
     attrs = getattr(obj, "__dict__", None)
     if not isinstance(attrs, dict):
         return []
-    return [(("attr", k), v) for k, v in attrs.items() if not k.startswith("__")]
+    on_class = [(k, v) for k, v in vars(type(obj)).items()
+                if type(v) is np.ndarray and k not in attrs]   # ``self.table`` of the class
+    return [(("attr", k), v) for k, v in [*attrs.items(), *on_class] if not k.startswith("__")]
 
 
 def _search(obj, target, depth):
@@ -173,6 +180,7 @@ class Roots:
         return roots
 
     def add_globals(self, globals_dict: dict, code) -> None:
+        globals_dict = getattr(globals_dict, "real", globals_dict)   # a traced copy's overlay
         for name in sorted(code_names(code)):
             if name in globals_dict:
                 self.candidates.append((("global", globals_dict, name), name))

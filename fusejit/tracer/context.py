@@ -159,10 +159,15 @@ class Recorder:
         entry = self.raw.get(id(array))
         if entry is not None and entry[0] is array:
             return entry[1]
-        var = Var(TensorType(array.shape, array.dtype), sanitize(text.split(" ")[-1]))
-        self.captures.append(CaptureRecord(text, var, source, steps, array))
-        self.raw[id(array)] = [array, var, len(self.captures) - 1]
-        return var
+        name = sanitize(text.split(" ")[-1])
+        return self.register_capture(CaptureRecord(text, Var(TensorType(array.shape, array.dtype),
+                                                             name), source, steps, array))
+
+    def register_capture(self, record: CaptureRecord) -> Var:
+        """A new program input: ``record.live`` read through ``record.source`` and steps."""
+        self.captures.append(record)
+        self.raw[id(record.live)] = [record.live, record.var, len(self.captures) - 1]
+        return record.var
 
     def _capture(self, array: np.ndarray, fresh: bool = False) -> Var:
         extra = Roots()
@@ -179,9 +184,7 @@ class Recorder:
             source, steps, text = found
         var = Var(TensorType(array.shape, array.dtype), sanitize(text.split(" ")[-1])
                   if found else "const")
-        self.captures.append(CaptureRecord(text, var, source, steps, array))
-        self.raw[id(array)] = [array, var, len(self.captures) - 1]
-        return var
+        return self.register_capture(CaptureRecord(text, var, source, steps, array))
 
     # -- control -----------------------------------------------------------------------------
     def set_fallback(self, reason: str, loc: Loc | None = None) -> None:

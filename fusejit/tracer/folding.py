@@ -4,8 +4,9 @@ Arrays the body creates are proxies (``creation.py``), so NumPy code on them alo
 too: ``np.tril(np.ones((n, n), bool))`` becomes a ``full`` node and a ``tril`` host op that
 would run on every replay. Every value computed only from fills, constants and literals is the
 same on every call: each one that the rest of the program reads (or that is an output) becomes
-a constant input holding its value, taken through a ``reshape`` to its own shape so the
-references to it stay valid; the nodes that computed it are left to dead-code elimination.
+a constant input holding its value, taken through a ``reshape`` to its own shape (a ``copy``
+for an output) so the references to it stay valid; the nodes that computed it are left to
+dead-code elimination.
 ``full`` nodes themselves stay: kernels compute them for free.
 """
 from __future__ import annotations
@@ -18,11 +19,11 @@ from .context import CaptureRecord
 
 
 def fold_constants(recorder, outputs: list) -> None:
-    constant = {c.var: c for c in recorder.captures if c.source[0] == "const"}
+    constant = {c.var for c in recorder.captures if c.source[0] == "const"}
     producers, folded = {}, []
     for index, node in enumerate(recorder.nodes):
         if all(isinstance(v, Lit) or v in constant for v in node.inputs):
-            constant.update((var, node) for var in node.outputs)
+            constant.update(node.outputs)
             producers.update((var, node) for var in node.outputs)
             if node.op != "full" and len(node.outputs) == 1:
                 folded.append(index)
@@ -30,11 +31,13 @@ def fold_constants(recorder, outputs: list) -> None:
             if not all(var in constant for var in node.outputs) for v in node.inputs}
     read.update(outputs)
     values = {c.var: c.source[1] for c in recorder.captures if c.source[0] == "const"}
+    returned = set(outputs)
     for index in folded:
         node = recorder.nodes[index]
         if node.outputs[0] in read:
             value = _value(node.outputs[0], producers, values)
-            recorder.nodes[index] = _from_constant(recorder, node, value)
+            op = "copy" if node.outputs[0] in returned else "reshape"
+            recorder.nodes[index] = _from_constant(recorder, node, value, op)
 
 
 def _value(var, producers, values):
@@ -48,12 +51,15 @@ def _value(var, producers, values):
     return values[var]
 
 
-def _from_constant(recorder, node, value) -> Node:
+def _from_constant(recorder, node, value, op: str) -> Node:
+    """``node`` replaced by a read of a new constant input: a ``reshape`` to its own shape,
+    or a ``copy`` where it is an output (the caller gets a new array every call, as
+    eagerly)."""
     out = node.outputs[0]
     value = np.array(value, dtype=out.type.dtype, copy=True)
     var = Var(TensorType(out.type.shape, out.type.dtype), "const")
     where = node.loc.short().split(" ")[0] if node.loc else "<unknown>"
-    recorder.captures.append(CaptureRecord(f"constant computed at {where}", var,
-                                           ("const", value), (), value))
-    recorder.raw[id(value)] = [value, var, len(recorder.captures) - 1]
-    return Node("reshape", [var], [out], {"shape": out.type.shape}, node.loc)
+    recorder.register_capture(CaptureRecord(f"constant computed at {where}", var,
+                                            ("const", value), (), value))
+    attrs = {"shape": out.type.shape} if op == "reshape" else {}
+    return Node(op, [var], [out], attrs, node.loc)

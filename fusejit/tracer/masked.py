@@ -79,6 +79,8 @@ def _in_augmented_store() -> bool:
     if at is None or at < 3 or code[at].opname != "STORE_SUBSCR":
         return False
     op, *swaps = code[at - 3:at]
+    if code[at - 1].opname == "ROT_THREE":      # Python 3.10: INPLACE_MULTIPLY, ROT_THREE
+        return code[at - 2].opname.startswith("INPLACE_")
     return (op.opname == "BINARY_OP" and op.argrepr.endswith("=")
             and [s.opname for s in swaps] == ["SWAP", "SWAP"])
 

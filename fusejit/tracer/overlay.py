@@ -1,13 +1,14 @@
 """The traced copy of a function: its globals an overlay of its module's, its cells new.
 
-``capture_proxies`` calls the body as such a copy. A global name the body reads is looked up
-in the module and replaced on the way, once per trace: an array by its proxy, the ``numpy``
-module and its creation functions by ``creation``'s wrapped ones, and a function defined in
-the same module (a helper the body calls) by a traced copy of its own, so that helpers see
-proxies too. Closure cells holding arrays become new cells holding proxies. Nothing shared is
-changed while tracing; on exit, what the body bound in the overlay or the new cells is copied
-to the module and the real cells, and rebinding a captured array, which a replay would lose,
-runs the signature eagerly.
+``capture_proxies`` calls the body as such a copy. The overlay starts as a copy of the
+module's globals; a name the body reads is replaced on the way, once per trace: an array by
+its proxy, the ``numpy`` module and its creation functions by ``creation``'s wrapped ones, a
+function defined in the same module (a helper the body calls) by a traced copy of its own, so
+that helpers see proxies too; the arrays held by a list, dict or object it names are swapped
+in place (``capture_proxies._Swaps``). Closure cells holding arrays become new cells holding
+proxies, and default argument arrays proxies. The module dict and the real cells are not
+changed while tracing; on exit, what the body bound or deleted there is copied to them, and
+rebinding a captured array, which a replay would lose, runs the signature eagerly.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from . import creation
 from .context import unwrap
 from .loc import _classify
 from .side_effects import _has_traced
+from .tracer import CapturedTracer
 
 REBOUND = "side effect that replay would lose: {} rebound in the body"
 
@@ -30,52 +32,69 @@ def proxyable(value) -> bool:
 
 
 class Overlay(dict):
-    """Globals of traced copies: names replaced so far, then the module's own."""
+    """Globals of traced copies: a copy of the module's, whose names are replaced (an array
+    by its proxy, ...) as the body first reads them."""
 
     def __init__(self, real: dict, copies: Copies):
-        super().__init__()
-        self.real, self.copies, self.replaced = real, copies, {}
-        if "__builtins__" in real:
-            self["__builtins__"] = real["__builtins__"]
+        super().__init__(real)
+        self.real, self.copies = real, copies
+        self.before, self.replaced = dict(real), {}
 
-    def __missing__(self, key):
-        value = self.real[key]        # a KeyError makes CPython look in the builtins
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)   # a KeyError makes CPython look in the builtins
+        if key in self.replaced or value is not self.before.get(key, _MISSING):
+            return value                      # replaced already, or bound by the body
         seen = self.copies.replace(value, self.real, key)
         if seen is not value:
-            self[key] = self.replaced[key] = seen
+            dict.__setitem__(self, key, seen)
+            self.replaced[key] = seen
         return seen
 
     def copy_back(self, recorder) -> None:
-        for name, value in dict.items(self):
+        """What the body bound or deleted, onto the module (names it left alone keep what
+        other code bound meanwhile)."""
+        for name in self.before.keys() | self.keys():
+            now, was = dict.get(self, name, _MISSING), self.before.get(name, _MISSING)
             replaced = self.replaced.get(name)
-            if value is replaced or name == "__builtins__":
+            if now is was or (replaced is not None and now is replaced):
                 continue
-            if replaced is not None and not callable(replaced):
+            if isinstance(replaced, CapturedTracer):
                 recorder.set_fallback(REBOUND.format(f"global {name}"), None)
-            elif _has_traced(value):
+            elif _has_traced(now):
                 recorder.set_fallback(REBOUND.format(f"global {name} (a traced value)"), None)
-            self.real[name] = unwrap(value)
+            if now is _MISSING:
+                self.real.pop(name, None)
+            else:
+                self.real[name] = unwrap(now)
+
+
+_MISSING = object()
 
 
 class Copies:
-    """Traced copies of functions, one overlay per module, new cells for array cells."""
+    """Traced copies of functions: one overlay per module, new cells for array cells, proxies
+for default argument arrays."""
 
-    def __init__(self, proxy_of):
-        self.proxy_of = proxy_of        # (array, path) -> its proxy (``capture_proxies``)
+    def __init__(self, swaps):
+        self.swaps = swaps              # ``capture_proxies._Swaps``: proxies and in-place swaps
         self.overlays: dict = {}        # id(module globals) -> Overlay
         self.functions: dict = {}       # id(function) -> its copy
         self.cells: list = []           # (real cell, new cell, proxy)
         self.numpy = creation.numpy_view()
 
     def replace(self, value, module_globals: dict, name: str):
+        """An array's proxy, NumPy's view, a same-module function's copy; the arrays held by
+        a list, dict or object are swapped in place (``capture_proxies``)."""
+        where = (("global", module_globals, name), (), name)
         if proxyable(value):
-            return self.proxy_of(value, (("global", module_globals, name), (), name))
+            return self.swaps.proxy(value, where)
         numpy = creation.replacement(value, self.numpy)
         if numpy is not None:
             return numpy
         if (type(value) is types.FunctionType and value.__globals__ is module_globals
                 and _classify(value.__code__.co_filename) == "user"):
             return self.function(value)
+        self.swaps.swap(value, where)
         return value
 
     def function(self, func):
@@ -90,7 +109,7 @@ class Copies:
             closure = tuple(self._cell(cell, name)
                             for cell, name in zip(closure, func.__code__.co_freevars,
                                                   strict=True))
-        copy = types.FunctionType(func.__code__, overlay, func.__name__, func.__defaults__,
+        copy = types.FunctionType(func.__code__, overlay, func.__name__, self._defaults(func),
                                   closure)
         copy.__kwdefaults__, copy.__qualname__ = func.__kwdefaults__, func.__qualname__
         copy.__module__, copy.__annotations__ = func.__module__, func.__annotations__
@@ -98,14 +117,23 @@ class Copies:
         self.functions[id(func)] = copy
         return copy
 
+    def _defaults(self, func):
+        """Default argument arrays as proxies read through ``func.__defaults__``."""
+        defaults = func.__defaults__ or ()
+        steps = [(("attr", "__defaults__"), ("item", i)) for i in range(len(defaults))]
+        return tuple(self.swaps.proxy(value, (("object", func), step, func.__name__))
+                     if proxyable(value) else value
+                     for value, step in zip(defaults, steps, strict=True)) or None
+
     def _cell(self, cell, name: str):
         try:
             value = cell.cell_contents
         except ValueError:      # an empty cell (a name assigned later in the enclosing function)
             return cell
         if not proxyable(value):
+            self.swaps.swap(value, (("cell", cell), (), name))
             return cell
-        proxy = self.proxy_of(value, (("cell", cell), (), name))
+        proxy = self.swaps.proxy(value, (("cell", cell), (), name))
         new = types.CellType(proxy)
         self.cells.append((cell, new, proxy))
         return new

@@ -195,6 +195,11 @@ class CapturedTracer(Tracer):
     def ir_var(self):
         return self.recorder.capture_at(self.value, *self.path)
 
+    @property
+    def swapped_array(self) -> np.ndarray:
+        """The array (``captures``: a replay in another thread reads it during the trace)."""
+        return self.value
+
     def registered(self) -> np.ndarray:
         """The array, registered as a capture (``return self.w`` returns it, as eager)."""
         self.ir_var  # noqa: B018 -- registers it

@@ -172,3 +172,90 @@ def test_constants_the_body_makes_and_updates_in_place_are_replayed():
     for scale in (1.0, 2.0, 3.0):
         x = scale * np.arange(9.0).reshape(3, 3)
         assert_same(shifted(x), compiled(x))
+
+
+class Node:
+    def __init__(self):
+        self.w, self.scale, self.me = np.ones(3), 3.0, self
+
+
+DEFAULT = Node()
+MODEL = Node()
+CACHE: dict = {}
+
+
+def test_argument_objects_keep_their_identity_while_traced():
+    def scaled(node, x):
+        same = node is DEFAULT and node.me is node
+        return x * node.w * (node.scale if same else 1.0)
+
+    compiled = fusejit.compile(scaled)
+    for _ in range(3):
+        assert_same(scaled(DEFAULT, np.ones(3)), compiled(DEFAULT, np.ones(3)))
+    assert type(DEFAULT.w) is np.ndarray
+
+
+def test_untraced_updates_of_arrays_held_by_global_objects_are_replayed():
+    def decay(x):
+        MODEL.w *= 0.5
+        return x + MODEL.w
+
+    compiled, expected = fusejit.compile(decay), np.ones(3)
+    MODEL.w = np.ones(3)
+    for _ in range(3):
+        expected *= 0.5
+        assert_same(np.ones(3) + expected, compiled(np.ones(3)))
+    assert compiled.cache_info()["traces"] == 1
+
+
+def test_static_arguments_and_default_arguments_see_proxies():
+    def step(x, node, buffer=np.ones(3)):   # noqa: B008 -- a default array, on purpose
+        buffer *= 0.5
+        node.w *= 0.5
+        return x + buffer + node.w
+
+    compiled, node = fusejit.compile(step, static_argnames=("node",)), Node()
+    expected = np.ones(3)
+    for _ in range(3):
+        expected *= 0.5
+        assert_same(np.ones(3) + 2 * expected, compiled(np.ones(3), node))
+
+
+def test_a_made_buffer_kept_in_a_global_cache_runs_eagerly_and_stays_an_array():
+    def cached(x):
+        CACHE.setdefault(x.shape, np.empty(x.shape))
+        CACHE[x.shape][...] = x
+        return CACHE[x.shape] * 2
+
+    compiled = fusejit.compile(cached)
+    for scale in (1.0, 2.0):
+        assert_same(np.full(3, 2 * scale), compiled(np.full(3, scale)))
+    assert type(CACHE[(3,)]) is np.ndarray
+    assert compiled.cache_info()["eager_signatures"] == 1
+
+
+def test_globals_seen_from_the_body_are_the_module_s():
+    def lookup(x):
+        global CALLS
+        present = "SCALE" in globals() and globals().get("MODEL") is MODEL
+        del CALLS
+        return x * (2.0 if present else 1.0)
+
+    compiled = fusejit.compile(lookup)
+    assert_same(np.full(2, 2.0), compiled(np.ones(2)))
+    assert "CALLS" not in globals()
+    globals()["CALLS"] = 0
+
+
+class WithTable:
+    table = np.arange(3.0)                   # on the class, not the instance
+
+    def step(self, x):
+        return x + self.table
+
+
+def test_class_attributes_are_read_again_on_every_call():
+    compiled, model = fusejit.compile(WithTable.step), WithTable()
+    for fill in (0.0, 100.0, 101.0):
+        WithTable.table[...] = fill
+        assert_same(np.full(3, fill), compiled(model, np.zeros(3)))
