@@ -21,11 +21,11 @@ import types
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .captures import MAX_DEPTH, _found
+from .captures import MAX_DEPTH, found_path
 from .context import unwrap
-from .loc import _classify
+from .loc import classify
 from .overlay import Copies, proxyable
-from .side_effects import _has_traced, _watchable
+from .side_effects import has_traced, watchable
 from .tracer import CapturedTracer, Tracer
 
 LEAKED = ("side effect that replay would lose: a traced value stored into a list, dict or "
@@ -58,7 +58,7 @@ class _Swaps:
         proxy = self.proxies.get(id(array))
         if proxy is None:
             source, steps, label = where
-            path = (source, steps, _found(source, label, steps)[2])
+            path = (source, steps, found_path(source, label, steps)[2])
             proxy = self.proxies[id(array)] = CapturedTracer(array, self.recorder, path)
             self.arrays[id(proxy)] = array
         return proxy
@@ -74,7 +74,7 @@ class _Swaps:
             for key, item in enumerate(value):
                 self.swap(item, _below(where, "item", key), depth - 1)
             return
-        elif _watchable(value) and _user_class(value) and not isinstance(value, Tracer):
+        elif watchable(value) and _user_class(value) and not isinstance(value, Tracer):
             slots = vars(value)
         else:
             return
@@ -101,7 +101,7 @@ class _Swaps:
         for slots in self.shared:
             pairs = slots.items() if type(slots) is dict else enumerate(slots)
             for key, item in list(pairs):
-                if isinstance(item, Tracer) or _has_traced(item):
+                if isinstance(item, Tracer) or has_traced(item):
                     slots[key] = unwrap(item)
                     self.recorder.set_fallback(LEAKED, None)
 
@@ -112,7 +112,7 @@ def _user_class(obj) -> bool:
     cls = type(obj)
     module = sys.modules.get(cls.__module__)
     filename = getattr(module, "__file__", None) or "<unknown>"
-    return (_classify(filename) == "user"
+    return (classify(filename) == "user"
             and not any("__slots__" in vars(base) for base in cls.__mro__))
 
 
@@ -137,7 +137,7 @@ def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
 
 def _argument_objects(result: Plan, leaves, hints) -> Plan:
     for index, leaf in enumerate(leaves):
-        if _watchable(leaf):
+        if watchable(leaf):
             result.swaps.swap(leaf, (("leaf", index), (), hints[index]))
     return result
 

@@ -204,7 +204,7 @@ def find_capture(array: np.ndarray, roots: Roots, leaves: list, extra: Roots | N
             base_steps = geometry and _search(value, array.base, MAX_DEPTH)
             steps = None if base_steps is None else (*base_steps, geometry)
         if steps is not None:
-            return _found(source, label, steps)
+            return found_path(source, label, steps)
     if isinstance(array.base, np.ndarray):
         return _view_of_some_capture(array, candidates, leaves)
     return None
@@ -223,10 +223,10 @@ def _view_of_some_capture(array, candidates, leaves):
             if candidate is not array and np.may_share_memory(candidate, array):
                 geometry = _view_geometry(array, candidate)
                 if geometry is not None:
-                    return _found(source, label, (*steps, geometry))
+                    return found_path(source, label, (*steps, geometry))
     return None
 
 
-def _found(source, label, steps):
+def found_path(source, label, steps):
     kind = {"global": "global ", "cell": "closure "}.get(source[0], "")
     return source, steps, f"{kind}{label}{_steps_text(steps)}"

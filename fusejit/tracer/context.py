@@ -242,7 +242,7 @@ def surface(compute, record, args, kwargs):
     Without an active trace, or after a fallback, only the concrete result is returned.
     """
     recorder = active()
-    if recorder is not None and recorder.fallback is None and _mentions_tracer(args, kwargs):
+    if recorder is not None and recorder.fallback is None and mentions_tracer(args, kwargs):
         try:
             _register_raw(recorder, args)
             _register_raw(recorder, tuple(kwargs.values()))
@@ -274,7 +274,7 @@ def surface(compute, record, args, kwargs):
     return concrete
 
 
-def _mentions_tracer(args, kwargs) -> bool:
+def mentions_tracer(args, kwargs) -> bool:
     from .scalars import TracedFloat
     from .tracer import Tracer
     stack = list(args) + list(kwargs.values())

@@ -20,8 +20,8 @@ import types
 
 import numpy as np
 
-from .context import _mentions_tracer, active
-from .loc import _classify
+from .context import active, mentions_tracer
+from .loc import classify
 from .tracer import CapturedTracer, Tracer, wrap
 
 FILLS = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}
@@ -50,8 +50,8 @@ def wrapper(name: str, original):
         result = original(*args, **kwargs)
         recorder = active()
         if (recorder is None or recorder.fallback is not None or not _plain(result)
-                or kwargs.get("like") is not None or _mentions_tracer(args, kwargs)
-                or _classify(sys._getframe(1).f_code.co_filename) != "user"):
+                or kwargs.get("like") is not None or mentions_tracer(args, kwargs)
+                or classify(sys._getframe(1).f_code.co_filename) != "user"):
             return result
         return _proxy(recorder, name, result, args, kwargs)
     return wrapped

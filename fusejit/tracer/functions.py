@@ -14,7 +14,7 @@ from .registry import (
     permutation_of,
     unsupported,
 )
-from .tracer import Tracer, ViewLink, wrap, write
+from .tracer import Tracer, ViewLink, wrap
 
 __all__ = ["handle_function"]
 
@@ -241,22 +241,14 @@ def _clip_into(rec, out, a, a_min, a_max):
     """``np.clip(a, lo, hi, out=t)``: clipped in the dtype NumPy computes in (what it returns
     without ``out=``), then cast into ``t`` as an in-place write. NumPy already refused a
     cast that breaks its casting rule while computing the concrete result."""
-    from .ufuncs import _body_created
+    from .ufuncs import write_out
     target = out[0] if isinstance(out, tuple) else out
-    if isinstance(target, Tracer):
-        target_value = target.value
-    elif type(target) is np.ndarray:
-        target_value = target
-    else:
+    if not isinstance(target, Tracer) and type(target) is not np.ndarray:
         raise EagerFallback(f"np.clip with out= of type {type(target).__name__}")
     stand_ins = [np.zeros((), v.dtype) if isinstance(v, (Tracer, np.ndarray, np.generic))
                  and not getattr(v, "weak", False) else unwrap(v) for v in (a, a_min, a_max)]
     dtype = np.asarray(np.clip(*stand_ins)).dtype
-    var = _clipped(rec, a, a_min, a_max, dtype)
-    write(rec, target, rec.broadcast(rec.cast(var, target_value.dtype), target_value.shape))
-    if not isinstance(target, Tracer) and _body_created(rec, target):
-        return wrap(rec, target, rec.raw_var(target))
-    return target
+    return write_out(rec, target, _clipped(rec, a, a_min, a_max, dtype))
 
 
 def _like(value_of):

@@ -22,7 +22,7 @@ _LIBRARY_DIRS = tuple(
 
 
 @functools.lru_cache(maxsize=1024)
-def _classify(filename: str) -> str:
+def classify(filename: str) -> str:
     """"fusejit", "library" or "user"."""
     path = os.path.abspath(filename) if not filename.startswith("<") else filename
     if path.startswith(_FUSEJIT_DIR):
@@ -37,7 +37,7 @@ def user_frames(skip: int = 1) -> list:
     frame = sys._getframe(skip)
     frames: list = []
     while frame is not None:
-        kind = _classify(frame.f_code.co_filename)
+        kind = classify(frame.f_code.co_filename)
         if kind == "fusejit" and frames:
             break
         if kind == "user":

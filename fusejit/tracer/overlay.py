@@ -18,8 +18,8 @@ import numpy as np
 
 from . import creation
 from .context import unwrap
-from .loc import _classify
-from .side_effects import _has_traced
+from .loc import classify
+from .side_effects import has_traced
 from .tracer import CapturedTracer
 
 REBOUND = "side effect that replay would lose: {} rebound in the body"
@@ -60,7 +60,7 @@ class Overlay(dict):
                 continue
             if isinstance(replaced, CapturedTracer):
                 recorder.set_fallback(REBOUND.format(f"global {name}"), None)
-            elif _has_traced(now):
+            elif has_traced(now):
                 recorder.set_fallback(REBOUND.format(f"global {name} (a traced value)"), None)
             if now is _MISSING:
                 self.real.pop(name, None)
@@ -92,7 +92,7 @@ for default argument arrays."""
         if numpy is not None:
             return numpy
         if (type(value) is types.FunctionType and value.__globals__ is module_globals
-                and _classify(value.__code__.co_filename) == "user"):
+                and classify(value.__code__.co_filename) == "user"):
             return self.function(value)
         self.swaps.swap(value, where)
         return value

@@ -44,15 +44,15 @@ class Snapshot:
     lists: dict               # attribute name -> the items of the list or dict it held
 
 
-def _watchable(obj) -> bool:
+def watchable(obj) -> bool:
     return (not is_traced_leaf(obj) and not isinstance(obj, _OPAQUE)
             and isinstance(getattr(obj, "__dict__", None), dict))
 
 
 def snapshot(leaves, fn=None) -> list[Snapshot]:
-    targets = [(i, leaf) for i, leaf in enumerate(leaves) if _watchable(leaf)]
+    targets = [(i, leaf) for i, leaf in enumerate(leaves) if watchable(leaf)]
     owner = getattr(fn, "__self__", None)
-    if owner is not None and _watchable(owner):
+    if owner is not None and watchable(owner):
         targets.append((None, owner))
     snaps = []
     for index, obj in targets:
@@ -62,7 +62,7 @@ def snapshot(leaves, fn=None) -> list[Snapshot]:
     return snaps
 
 
-def _has_traced(value) -> bool:
+def has_traced(value) -> bool:
     from .scalars import TracedFloat
     from .tracer import Tracer
     leaves, _ = flatten(value)
@@ -86,14 +86,14 @@ def _check_attr(recorder, snap, name, value):
     label = f"{'self' if snap.leaf is None else f'argument {snap.leaf}'}.{name}"
     old = snap.attrs.get(name, _MISSING)
     if old is value:
-        if name in snap.lists and _items(value) != snap.lists[name] and _has_traced(value):
+        if name in snap.lists and _items(value) != snap.lists[name] and has_traced(value):
             _lose(recorder, f"traced values stored into the {type(value).__name__} {label}")
             if type(value) is dict:
                 value.update({key: unwrap(item) for key, item in value.items()})
             else:
                 value[:] = unwrap(value)
         return None
-    if not _has_traced(value):
+    if not has_traced(value):
         return None
     leaves, treedef = flatten(value)
     setattr(snap.obj, name, unwrap(value))

@@ -115,17 +115,22 @@ def record_ufunc(rec, concrete, ufunc, inputs, out=None, weak=False):
     var = emit_ufunc(rec, UFUNC_OPS[ufunc], values, weak)
     if out is None:
         return wrap(rec, concrete, var)
-    target = out[0]
+    return write_out(rec, out[0], var)
+
+
+def write_out(rec, target, var):
+    """``var`` cast and broadcast into an ``out=`` target (a proxy or a plain array), as NumPy
+    writes it; returns what NumPy returns."""
     target_value = target.value if isinstance(target, Tracer) else target
     var = rec.broadcast(rec.cast(var, target_value.dtype), target_value.shape)
     write(rec, target, var)
-    if not isinstance(target, Tracer) and _body_created(rec, target):
+    if not isinstance(target, Tracer) and body_created(rec, target):
         # ``acc += x`` rebinds ``acc`` to what this returns: its later reads are traced
         return wrap(rec, target, var)
     return target
 
 
-def _body_created(rec, array) -> bool:
+def body_created(rec, array) -> bool:
     """An array the body made with NumPy (a ``const`` capture), which nothing outside sees."""
     entry = rec.raw.get(id(array))
     return entry is not None and entry[2] is not None and \
