@@ -81,7 +81,7 @@ class _Swaps:
         if where[0][0] in ("global", "cell"):
             self.shared.append(slots)
         step = "attr" if slots is not value else "item"
-        for key, item in list(slots.items() if type(slots) is dict else enumerate(slots)):
+        for key, item in _items(slots):
             if proxyable(item):
                 slots[key] = self.proxy(item, _below(where, step, key))
                 self.containers[id(slots)] = slots
@@ -94,16 +94,19 @@ class _Swaps:
         np.empty(n)``) is a side effect replay would lose: its array is stored instead, and
         the signature runs eagerly (argument objects: ``side_effects.detect``)."""
         for slots in self.containers.values():
-            pairs = slots.items() if type(slots) is dict else enumerate(slots)
-            for key, item in list(pairs):
-                if id(item) in self.arrays and item is self.proxies.get(id(item.value)):
+            for key, item in _items(slots):
+                if id(item) in self.arrays:      # a proxy (each stays alive in ``proxies``)
                     slots[key] = self.arrays[id(item)]
         for slots in self.shared:
-            pairs = slots.items() if type(slots) is dict else enumerate(slots)
-            for key, item in list(pairs):
+            for key, item in _items(slots):
                 if isinstance(item, Tracer) or has_traced(item):
                     slots[key] = unwrap(item)
                     self.recorder.set_fallback(LEAKED, None)
+
+
+def _items(slots) -> list:
+    """(key, item) pairs of a dict, list or ``__dict__``, taken before any is replaced."""
+    return list(slots.items() if type(slots) is dict else enumerate(slots))
 
 
 def _user_class(obj) -> bool:

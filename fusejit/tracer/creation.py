@@ -22,7 +22,7 @@ import numpy as np
 
 from .context import active, mentions_tracer
 from .loc import classify
-from .tracer import CapturedTracer, Tracer, wrap
+from .tracer import CapturedTracer, wrap
 
 FILLS = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}
 FULLS = ("full", "full_like")
@@ -75,8 +75,7 @@ def _proxy(recorder, name, result, args, kwargs):
         value = result.reshape(-1)[0].item()
     var = recorder.emit("full", [], {"shape": result.shape, "dtype": result.dtype,
                                      "value": result.dtype.type(value).item()})
-    proxy = wrap(recorder, result, var)
-    return proxy if isinstance(proxy, Tracer) else result
+    return wrap(recorder, result, var)     # ``result`` itself if the types disagree
 
 
 NAMES = (*FILLS, *FULLS, *CONSTANTS)

@@ -6,8 +6,7 @@ would run on every replay. Every value computed only from fills, constants and l
 same on every call: each one that the rest of the program reads (or that is an output) becomes
 a constant input holding its value, taken through a ``reshape`` to its own shape (a ``copy``
 for an output) so the references to it stay valid; the nodes that computed it are left to
-dead-code elimination.
-``full`` nodes themselves stay: kernels compute them for free.
+dead-code elimination. ``full`` nodes themselves stay: kernels compute them for free.
 """
 from __future__ import annotations
 
