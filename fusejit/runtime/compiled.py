@@ -22,7 +22,15 @@ from .entries import (
     EagerEntry,
     TraceTree,
 )
-from .key import UntraceableInput, check_dtype, leaf_signature, make_key
+from .key import (
+    UntraceableInput,
+    by_identity,
+    check_dtype,
+    leaf_signature,
+    make_key,
+    pin,
+    typed,
+)
 from .pipeline import build_program
 
 log, trace_log = topic("runtime"), topic("trace")
@@ -135,7 +143,7 @@ class CompiledFunction:
 
     def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=0):
         with self._lock:
-            tree = self._entries.setdefault(key, TraceTree())
+            tree = self._tree(key, leaves, args, kwargs)
             if len(tree.paths) > tried and leaves is not None:  # another thread added a path
                 result = tree.run(leaves)
                 if result is not MISS and result is not RETRACE:
@@ -170,6 +178,22 @@ class CompiledFunction:
             if on_device:
                 return _back_to_device(recorded, (host_args, host_kwargs), leaves, on_device)
             return recorded.result
+
+    def _tree(self, key, leaves, args, kwargs) -> TraceTree:
+        """The key's entry; a new one is pinned to what the key holds by id."""
+        tree = self._entries.get(key)
+        if tree is None:
+            tree = self._entries[key] = TraceTree()
+            tree.pins = pin(self._entries, key, self._by_identity(key, leaves, args, kwargs))
+        return tree
+
+    @staticmethod
+    def _by_identity(key, leaves, args, kwargs) -> list:
+        """The arguments (and static arguments, the key's last part) it holds by id."""
+        statics = key[-1][1]
+        found = [] if key[0] == "arrays" else \
+            by_identity(leaves if leaves is not None else flatten((args, kwargs))[0])
+        return found + (statics.by_identity if statics is not None else [])
 
     def _forget_if_empty(self, key, tree) -> None:
         """A trace that raised leaves no entry behind: the next call traces (and raises) anew."""
@@ -243,6 +267,8 @@ class CompiledFunction:
         except UntraceableInput as exc:
             return TraceTree(eager=EagerEntry(str(exc)))
         if key not in self._entries:
+            with self._lock:  # pinned to these arguments, not to the copies traced
+                self._tree(key, None, args, kwargs)
             copied_args, copied_kwargs = copy.deepcopy((args, kwargs))
             self._trace_and_compile(fn, key, None, copied_args, copied_kwargs)
         return self._entries[key]
@@ -283,12 +309,14 @@ class _Static:
 
     def __init__(self, values):
         self.values = values
+        self.by_identity = []
         try:
-            self._hash = hash(tuple(sorted(values.items())))
-            self._key = tuple(sorted(values.items()))
+            self._key = tuple((k, typed(v)) for k, v in sorted(values.items()))
+            self._hash = hash(self._key)
         except TypeError:
             self._key = tuple((k, id(v)) for k, v in sorted(values.items()))
             self._hash = hash(self._key)
+            self.by_identity = list(values.values())
 
     def __hash__(self):
         return self._hash

@@ -93,6 +93,7 @@ class TraceTree:
     guard_failures: int = 0
     replay_errors: int = 0
     last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
+    pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
 
     def run(self, leaves):
         for path in self.paths:

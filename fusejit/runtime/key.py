@@ -2,6 +2,8 @@
 values + target. Building a key is on the hot path of every call: keep it lean."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..ir.types import SUPPORTED_DTYPES
@@ -27,11 +29,43 @@ def leaf_signature(leaf):
         return (_ARRAY, tuple(leaf.shape), np.dtype(leaf.dtype), "device")
     if isinstance(leaf, np.ndarray):
         raise UntraceableInput(f"an ndarray subclass ({cls.__name__}) is not traced")
+    if cls is slice:  # unhashable before Python 3.12; by value and type (1 == 1.0)
+        leaf = typed((leaf.start, leaf.stop, leaf.step))
     try:
         hash(leaf)
     except TypeError:
         return (_BY_ID, id(leaf))
     return (_STATIC, cls, leaf)
+
+
+def typed(value):
+    """``value`` with the type of each element beside it: ``2`` and ``2.0`` are equal and
+    hash alike, but trace differently (``x * n`` is an int array for one of them)."""
+    if type(value) is tuple:
+        return tuple(typed(v) for v in value)
+    return (type(value), value)
+
+
+def by_identity(leaves) -> list:
+    """The leaves a key holds by their id."""
+    return [leaf for leaf in leaves if type(leaf) is not np.ndarray
+            and leaf_signature(leaf)[0] == _BY_ID]
+
+
+def pin(entries: dict, key, objects) -> list:
+    """What keeps a key that holds ``objects`` by id from outliving them (another object may
+    then get the same id): a weak reference whose callback drops the entry when its object
+    dies, or the object itself where it takes no weak reference."""
+    def forget(_ref, entries=entries, key=key):
+        entries.pop(key, None)
+
+    pins = []
+    for obj in objects:
+        try:
+            pins.append(weakref.ref(obj, forget))
+        except TypeError:
+            pins.append(obj)
+    return pins
 
 
 def check_dtype(signature) -> None:

@@ -1,0 +1,101 @@
+"""Arguments the cache key holds by id (unhashable objects) never reach a program traced for
+another object that later got the same id; slices are keyed by value."""
+import gc
+
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+
+class Config:
+    """Unhashable (``__eq__`` without ``__hash__``), as a plain dataclass is."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __eq__(self, other):
+        return isinstance(other, Config) and self.k == other.k
+
+
+class SlottedConfig(Config):
+    __slots__ = ("k",)   # no __weakref__: the key keeps the object itself
+
+
+def scaled(x, config):
+    return x * config.k
+
+
+def window(x, s):
+    return x[s] * 2
+
+
+@pytest.mark.parametrize("cls", [Config, SlottedConfig], ids=["weakref", "slots"])
+def test_a_new_object_with_a_dead_objects_id_is_traced_for_itself(cls):
+    compiled = fusejit.compile(scaled)
+    x = np.arange(4.0)
+    for k in range(40):   # CPython hands a freed object's id to the next one of its size
+        config = cls(k)
+        assert_same(scaled(x, config), compiled(x, config))
+        del config
+        gc.collect()
+    assert compiled.cache_info()["traces"] == 40
+
+
+def test_the_entry_of_an_object_goes_when_the_object_does():
+    compiled = fusejit.compile(scaled)
+    kept = Config(2)
+    for k in range(5):
+        compiled(np.ones(3), Config(k))
+    compiled(np.ones(3), kept)
+    gc.collect()
+    assert compiled.cache_info()["signatures"] == 1
+    compiled(np.ones(3), kept)
+    assert compiled.cache_info()["hits"] == 1
+
+
+def test_static_argnames_holding_an_unhashable_object_are_keyed_safely():
+    compiled = fusejit.compile(scaled, static_argnames=("config",))
+    x = np.arange(3.0)
+    for k in range(20):
+        assert_same(scaled(x, Config(k)), compiled(x, config=Config(k)))
+        gc.collect()
+
+
+def test_equal_slices_share_a_signature():
+    compiled = fusejit.compile(window)
+    x = np.arange(10.0)
+    for start in (0, 1, 0, 1, 0):
+        s = slice(start, start + 3)
+        assert_same(window(x, s), compiled(x, s))
+    info = compiled.cache_info()
+    assert (info["signatures"], info["hits"]) == (2, 3)
+
+
+def test_explaining_an_object_argument_keeps_its_entry():
+    # explain traces on copies of the arguments; the entry lives as long as the original
+    compiled = fusejit.compile(scaled)
+    config, x = Config(3), np.arange(3.0)
+    assert "compiled" in str(compiled.explain(x, config))
+    gc.collect()
+    assert_same(scaled(x, config), compiled(x, config))
+    assert compiled.cache_info()["traces"] == 1
+
+
+def test_slices_with_bounds_of_another_type_are_another_signature():
+    compiled = fusejit.compile(window)
+    x = np.arange(10.0)
+    assert_same(window(x, slice(1, 3)), compiled(x, slice(1, 3)))
+    with pytest.raises(TypeError, match="slice indices must be integers"):
+        compiled(x, slice(1.0, 3))
+
+
+def test_static_values_equal_across_types_are_keyed_apart():
+    def times(x, n):
+        return x.astype(int) * n
+
+    compiled = fusejit.compile(times, static_argnames=("n",))
+    x = np.arange(3.0)
+    for n in (2, 2.0, True, 1):
+        assert_same(times(x, n=n), compiled(x, n=n))
