@@ -191,6 +191,16 @@ def reshape_of_reshape(node: Node, ctx):
     return Node("reshape", (x,), node.outputs, {"shape": node.out.type.shape}, node.loc)
 
 
+def setitem_repeated(node: Node, ctx):
+    """``x[k] += v`` writes through the view ``x[k]``, then Python stores the view back: the
+    second write of the same value at the same key writes nothing new."""
+    inner = ctx.producer(node.inputs[0])
+    if inner is None or inner.op != "setitem" or inner.attrs != node.attrs or \
+            inner.inputs[1:] != node.inputs[1:]:
+        return None
+    return inner.out
+
+
 RULES = (
     ("literal", "*", fold_literal),                          # f(c1, …, cn) → c  (0-d results)
     ("mul_one", "mul", forward_if(1, is_one)),               # x * 1 → x
@@ -210,6 +220,7 @@ RULES = (
     ("reshape_reshape", "reshape", reshape_of_reshape),      # reshape(reshape(x, s), t) → …(x, t)
     ("squeeze_reshape", "squeeze", reshape_of_reshape),      # squeeze(reshape(x, s)) → reshape
     ("expand_dims_reshape", "expand_dims", reshape_of_reshape),  # expand_dims(reshape) → reshape
+    ("setitem_setitem", "setitem", setitem_repeated),        # set(set(x, v, k), v, k) → inner
 )
 
 

@@ -12,6 +12,7 @@ from .. import config, fperrors
 from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
 from ..tracer import flatten, trace
+from .deferred_writes import written_inputs
 from .device import copy_into, host_copies, to_device
 from .entries import (
     ALIASED,
@@ -236,7 +237,7 @@ class CompiledFunction:
         try:
             program, pipeline, counts = build_program(
                 recorded.graph, self.target, guards=getattr(recorded, "guards", ()),
-                disk_cache=self.cache)
+                disk_cache=self.cache, written=written_inputs(recorded))
         except FusejitError:
             raise
         except Exception as exc:

@@ -10,6 +10,8 @@ from numba.core.errors import NumbaError
 from .. import config
 from ..logs import topic
 from ..tracer import Trace, unflatten
+from ..tracer.returned_views import apply_views
+from .deferred_writes import write_all
 from .device import is_device_array
 from .program import GuardFailed, Program
 
@@ -49,10 +51,10 @@ class CompiledEntry:
         if trace.mutations and _aliased_writes(trace, leaves, inputs, captured):
             return ALIASED
         values = self.program.run(inputs + list(captured) if captured else inputs)
-        for mutation in trace.mutations:
-            target = leaves[mutation.index] if mutation.target == "arg" else \
-                captured[mutation.index]
-            self.program.write_back(target, values[mutation.output])
+        if trace.mutations:
+            write_all(self.program, [(leaves[m.index] if m.target == "arg" else
+                                      captured[m.index], m.output) for m in trace.mutations],
+                      values)
         for write in trace.attr_writes:
             _replay_attr_write(write, values, leaves, self.owner)
         self.hits += 1
@@ -236,6 +238,9 @@ def _output(leaf, values, leaves, captured):
             leaves[leaf.index]
     if leaf.kind == "capture":
         return captured[leaf.index]
+    if leaf.kind == "view":
+        return apply_views(leaves[leaf.index] if leaf.view == "arg" else captured[leaf.index],
+                           leaf.views)
     return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const
 
 

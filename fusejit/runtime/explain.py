@@ -166,8 +166,9 @@ def _explain_path(compiled, entry, cache) -> Explanation:
     signature = ", ".join(f"{v.hint or '?'}: {v.type}" for v in entry.trace.graph.inputs)
     result = Explanation(compiled.__qualname__, signature, "compiled",
                          notes=tuple(entry.trace.notes), cache=cache)
+    runs = set(getattr(entry.program, "graph", graph).nodes)
     for node in graph.nodes:
-        _classify(node, result)
+        _classify(node, result, deferred=node not in runs)
     result.refusals = list(entry.pipeline.stats.get("fuse", {}).get("refusals", []))
     memory = entry.pipeline.stats.get("plan_memory", {})
     result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
@@ -182,7 +183,7 @@ def _eager_reason(entry) -> str:
     return f"{entry.reason}{where}"
 
 
-def _classify(node: Node, result: Explanation) -> None:
+def _classify(node: Node, result: Explanation, deferred=False) -> None:
     if node.op == "fused":
         result.kernels.append(kernel_info(node))
         return
@@ -193,6 +194,9 @@ def _classify(node: Node, result: Explanation) -> None:
         result.blas_calls.append(HostCall(node.op, node.loc, "BLAS call"))
     elif kind == ops.VIEW:
         result.views += 1
+    elif deferred:  # runtime/deferred_writes.py
+        result.host_ops.append(HostCall(f"{node.op} (in place, into the caller's array)",
+                                        node.loc, "NumPy write"))
     else:
         result.host_ops.append(HostCall(node.op, node.loc, "NumPy copy"))
 

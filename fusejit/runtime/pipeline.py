@@ -5,20 +5,26 @@ from .. import codegen, config
 from ..logs import topic
 from ..passes import DEFAULT_PIPELINE, PipelineRun, run_pipeline
 from . import program_cache
+from .deferred_writes import defer
 from .program import lower
 
 log, fusion_log, cache_log = topic("compile"), topic("fusion"), topic("cache")
 
 
-def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), disk_cache=True):
-    """Returns (program, pipeline_run, {"compiled": n, "reused": n})."""
+def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), disk_cache=True,
+                  written=None):
+    """Returns (program, pipeline_run, {"compiled": n, "reused": n}). ``written``: output index
+    -> input position of each array the body updates in place (see ``deferred_writes``)."""
     run = _optimize(graph, target, pipeline, disk_cache)
     before = codegen.kernel_stats()
     if target == "cuda":
         from .cuda import lower_cuda
         program = lower_cuda(run.graph, guards)
     else:
-        program = lower(run.graph, target, guards)
+        optimized, deferred = defer(run.graph, {out: run.graph.inputs[position]
+                                               for out, position in (written or {}).items()})
+        program = lower(optimized, target, guards)
+        program.deferred = deferred
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
     for refusal in run.stats.get("fuse", {}).get("refusals", ()):

@@ -75,6 +75,7 @@ class Program:
     checks: dict = field(default_factory=dict)   # step index (-1: before any) -> [GuardCheck]
     compiled: bool = False                       # set after the first run compiled the kernels
     arena: Arena | None = None                   # intermediates' storage, reused across calls
+    deferred: dict = field(default_factory=dict)  # output index -> in-place writes (write_all)
 
     @staticmethod
     def write_back(target, value) -> None:

@@ -20,14 +20,16 @@ from .tracer import Tracer
 
 @dataclass(frozen=True)
 class OutputLeaf:
-    kind: str              # "value" | "arg" | "capture" | "const"
+    kind: str              # "value" | "arg" | "capture" | "const" | "view"
     index: int = 0
     scalar: bool = False
     pyfloat: bool = False  # the runtime returns float(v): a Python float left the body
     const: object = None
     pyint: bool = False    # the runtime returns int(v)
     pybool: bool = False   # the runtime returns bool(v): Python floats compared
-    view: str = ""         # "arg": "" the argument itself, "rw"/"ro" a new (read-only) view
+    view: str = ""         # "arg": "" the argument itself, "rw"/"ro" a new (read-only) view;
+    #                        "view": "arg"/"capture", the written array ``views`` are taken of
+    views: tuple = ()      # "view": the view nodes replayed on that array after its write-back
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from .context import UNTRACED_AFTER_WRITE, unwrap
 from .folding import fold_constants
 from .guards import Guard
 from .pytree import flatten, unflatten
+from .returned_views import view_chain, written
 from .scalars import TracedFloat
 from .side_effects import detect
 from .tracer import CapturedTracer, Tracer
@@ -31,9 +32,10 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     guards: tuple = ()
     if recorder.fallback is None:
         returned = _returned_floats(recorder)
-        out_leaves = tuple(_output_leaf(recorder, leaf, proxies, outputs, returned)
+        writes = written(recorder, proxies)
+        out_leaves = tuple(_output_leaf(recorder, leaf, proxies, outputs, returned, writes)
                            for leaf in out_leaves_raw)
-        mutations = tuple(_mutations(recorder, proxies, outputs))
+        mutations = tuple(_mutations(writes, outputs))
         attr_writes = tuple(replace(w, outputs=tuple(
             _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
         guards = _guards(recorder, outputs, returned)
@@ -88,7 +90,7 @@ def _holds_formatted_text(recorder, text: str) -> bool:
     return any(part and part in text for part in recorder.formatted.values())
 
 
-def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
+def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLeaf:
     if type(leaf) is str and _holds_formatted_text(recorder, leaf):
         recorder.set_fallback(RETURNED_TEXT)
     if isinstance(leaf, TracedFloat) and getattr(leaf, "tracer", None) is not None \
@@ -108,6 +110,10 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
                 # a new view of the argument, which the runtime takes again every call
                 return OutputLeaf("arg", index, view="rw" if leaf.value.flags.writeable
                                   else "ro")
+        chain = view_chain(recorder, leaf, writes)
+        if chain is not None:  # ``x[0] += y; return x[1:]``: a view of the user's x, as eager
+            target, index, views = chain
+            return OutputLeaf("view", index, view=target, views=views)
         index = _value_output(recorder, leaf.ir_var, outputs)
         value = leaf.value
         return OutputLeaf("value", index, scalar=isinstance(value, np.generic),
@@ -126,18 +132,10 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned) -> OutputLeaf:
     return OutputLeaf("const", const=leaf)
 
 
-def _mutations(recorder, proxies, outputs):
-    first_input = {var: i for i, var in enumerate(recorder.inputs)}
-    for index, proxy in sorted(proxies.items()):
-        var = proxy.ir_var
-        if first_input.get(var) is None:
-            outputs.append(var)
-            yield Mutation("arg", index, len(outputs) - 1)
-    for k, record in enumerate(recorder.captures):
-        var = recorder.raw[id(record.live)][1]
-        if var is not record.var and record.source[0] != "const":
-            outputs.append(var)
-            yield Mutation("capture", k, len(outputs) - 1)
+def _mutations(writes, outputs):
+    for var, target, index, _ in writes:
+        outputs.append(var)
+        yield Mutation(target, index, len(outputs) - 1)
 
 
 def _check_untraced_results(recorder, leaves) -> None:

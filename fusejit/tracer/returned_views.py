@@ -1,0 +1,86 @@
+"""Results that are views of an array the body wrote in place (``x[0] += y; return x[1:]``).
+
+The graph computes a written array's new value functionally and the runtime copies it back into
+the argument or captured array. A result taken as a view of that new value would then be a view
+of the program's buffer, a copy of the user's memory where eager NumPy returned a view of it.
+Such a result is rebuilt on every replay by the same NumPy view calls, applied to the array
+itself after the write-back (``OutputLeaf("view", ...)``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Node, Var, ops
+
+MAX_CHAIN = 256  # view calls between the result and the written array (x[1:].T[0] is 3)
+
+
+def written(recorder, proxies: dict) -> list[tuple]:
+    """``(final Var, "arg" | "capture", index, the array itself)`` for each array the body
+    wrote: the arguments in order, then the captured arrays."""
+    first_input = set(recorder.inputs)
+    result = [(proxy.ir_var, "arg", index, proxy.value)
+              for index, proxy in sorted(proxies.items()) if proxy.ir_var not in first_input]
+    for k, record in enumerate(recorder.captures):
+        var = recorder.raw[id(record.live)][1]
+        if var is not record.var and record.source[0] != "const":
+            result.append((var, "capture", k, record.live))
+    return result
+
+
+def view_chain(recorder, tracer, writes: list[tuple]) -> tuple | None:
+    """``(target, index, view nodes from the array outwards)`` when ``tracer`` is a view of a
+    written array that eager NumPy returned sharing its memory, else None."""
+    if not writes:
+        return None
+    roots = {}
+    for var, *where in writes:
+        roots.setdefault(var, where)
+    found = _chain(recorder, tracer.ir_var, roots)
+    if found is None and tracer.link is not None:  # ``v = x[1:]; v += 1; return v``
+        found = _chain(recorder, _derived(recorder, tracer), roots)
+    if found is None:
+        return None
+    (target, index, array), chain = found
+    if not chain or not _shares(tracer.value, array):
+        return None
+    return target, index, chain
+
+
+def _derived(recorder, tracer):
+    """The view taken again from its base's current value (a written view's Var is the value
+    written, not a view)."""
+    link = tracer.link
+    return tracer.ir_var if link is None else link.derive(recorder, _derived(recorder, link.base))
+
+
+def _chain(recorder, var, roots: dict):
+    """(the written array's record, the view nodes from it to ``var``), or None."""
+    producers, chain = None, []
+    while var not in roots:
+        if len(chain) == MAX_CHAIN or not isinstance(var, Var):
+            return None
+        if producers is None:
+            producers = {out: node for node in recorder.nodes for out in node.outputs}
+        node = producers.get(var)
+        if node is None or not _single_view(node):
+            return None
+        chain.append(node)
+        var = node.inputs[0]
+    return roots[var], tuple(reversed(chain))
+
+
+def apply_views(array, nodes) -> np.ndarray:
+    """The same NumPy view calls, on the user's array."""
+    for node in nodes:
+        array = ops.get(node.op).impl(array, **dict(node.attrs))
+    return array
+
+
+def _single_view(node: Node) -> bool:
+    return (node.op in ops.REGISTRY and ops.get(node.op).kind == ops.VIEW
+            and len(node.outputs) == 1 and isinstance(node.inputs[0], Var))
+
+
+def _shares(value, array) -> bool:
+    return type(value) is np.ndarray and isinstance(array, np.ndarray) and \
+        np.may_share_memory(value, array)

@@ -1,0 +1,106 @@
+"""Results that are views of an array the body writes in place come back as views of the
+caller's array on every call, as in eager NumPy: a write through one reaches the array."""
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+STATE = np.zeros((2, 3))
+
+
+def _row_then_rest(x, y):
+    x[0] += y
+    return x[1:]
+
+
+def _view_taken_before_the_write(x, y):
+    rest = x[1:]
+    x[1] += y
+    return rest
+
+
+def _written_through_a_view(x, y):
+    rest = x[1:]
+    rest += y
+    return rest, rest.T, x
+
+
+def _chained_views(x, y):
+    x[0] *= y
+    return x.reshape(3, 2), x[:, ::-1].T[1:], x[None], np.broadcast_to(x, (4, 2, 3))
+
+
+def _flatten_is_a_copy(x, y):
+    x[0] += y
+    return x.T.reshape(-1), x.flatten(), (x + 1)[1:]
+
+
+def _global_state(x, y):
+    STATE[0] += y
+    return STATE[1:], STATE.T
+
+
+class Buffer:
+    def __init__(self):
+        self.data = np.zeros((4, 3))
+
+    def push(self, row):
+        self.data[1:] = self.data[:-1].copy()
+        self.data[0] = row
+        return self.data[:2]
+
+
+CASES = [_row_then_rest, _view_taken_before_the_write, _written_through_a_view, _chained_views,
+         _flatten_is_a_copy]
+
+
+def _as_tuple(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.parametrize("fn", CASES, ids=lambda fn: fn.__name__.strip("_"))
+def test_results_alias_the_written_argument_as_eager_results_do(fn):
+    compiled = fusejit.compile(fn)
+    for call in range(3):
+        y = np.arange(3.0) + call
+        want_x, got_x = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(2, 3)
+        want, got = _as_tuple(fn(want_x, y)), _as_tuple(compiled(got_x, y))
+        assert_same(want, got)
+        assert_same(want_x, got_x)
+        for w, g in zip(want, got, strict=True):
+            assert np.shares_memory(g, got_x) == np.shares_memory(w, want_x)
+            assert g.flags.writeable == w.flags.writeable
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_a_write_through_a_returned_view_reaches_the_argument():
+    compiled = fusejit.compile(_row_then_rest)
+    x = np.zeros((2, 3))
+    for call in range(3):
+        rest = compiled(x, np.ones(3))
+        rest[...] = call + 10
+        assert (x[1] == call + 10).all() and (x[0] == call + 1).all()
+    assert compiled.cache_info()["hits"] == 2
+
+
+def test_views_of_a_written_global_are_views_of_the_global():
+    compiled = fusejit.compile(_global_state)
+    STATE[...] = 0
+    for call in range(3):
+        rest, transposed = compiled(np.zeros(3), np.full(3, 2.0))
+        assert np.shares_memory(rest, STATE) and np.shares_memory(transposed, STATE)
+        assert (transposed[:, 0] == 2.0 * (call + 1)).all()
+    assert compiled.cache_info()["hits"] == 2
+
+
+def test_views_of_a_written_attribute_are_views_of_the_attribute():
+    eager, buffer = Buffer(), Buffer()
+    compiled = fusejit.compile(buffer.push)
+    for call in range(4):
+        row = np.full(3, float(call))
+        want, got = eager.push(row), compiled(row)
+        assert_same(want, got)
+        assert np.shares_memory(got, buffer.data)
+    assert_same(eager.data, buffer.data)
+    assert compiled.cache_info()["eager_calls"] == 0
