@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, TensorType, Var
-from . import capture_proxies
+from . import audit, capture_proxies
 from .captures import Capture, Roots
 from .containers import detect_container_writes, pair_containers
 from .context import Fallback, Recorder, active, sanitize, set_active
@@ -82,6 +82,15 @@ def _arg_hints(fn, args, kwargs) -> list[str]:
     return hints
 
 
+def _check_caught(recorder) -> None:
+    """The body returned although a traced operation raised into it: it caught the exception
+    (``except LinAlgError:``), and which branch it took depends on data no guard checks."""
+    if recorder.raised:
+        name, loc = recorder.raised[0]
+        recorder.set_fallback(f"{name} raised by a traced operation was caught by the body: "
+                              f"a replay cannot tell when the except branch applies", loc)
+
+
 def _random_state_token():
     """The legacy global RNG's state: np.random.* calls in the body change it (the calls are
     Cython methods, invisible to a profile hook)."""
@@ -111,6 +120,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
                                                    for i, leaf in enumerate(leaves)])
     random_before = _random_state_token()
     before = snapshot(leaves, fn)
+    audited = audit.start(fn)
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)
     try:
@@ -119,6 +129,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     finally:
         set_active(None)
     detect_container_writes(recorder, containers)
+    audit.check(audited, recorder)
+    _check_caught(recorder)
     _note_random(recorder, random_before)
     from .outputs import finish
     return finish(recorder, result, proxies, arg_leaves, before)

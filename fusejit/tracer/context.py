@@ -75,6 +75,7 @@ class Recorder:
     notes: list = field(default_factory=list)
     guards: list = field(default_factory=list)    # GuardRecord, in recording order
     formatted: dict = field(default_factory=dict)  # id(str) -> str made from a traced value
+    raised: list = field(default_factory=list)    # (exception name, Loc) raised into the body
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -206,6 +207,11 @@ class Recorder:
         self.internal(f"recorded {var.type} but NumPy gave {want[1]}{list(want[0])}")
         return False
 
+    def note_raised(self, exc: BaseException) -> None:
+        """A traced operation raised into the body: if the body catches it, the branch it
+        takes then depends on data no guard checks (``api.check_caught``)."""
+        self.raised.append((type(exc).__name__, current_loc()))
+
     def internal(self, message: str) -> None:
         if config.strict():
             raise FusejitError(f"internal: {message} (at {current_loc()})")
@@ -246,13 +252,19 @@ def surface(compute, record, args, kwargs):
         try:
             _register_raw(recorder, args)
             _register_raw(recorder, tuple(kwargs.values()))
-        except UnsupportedError:
+        except UnsupportedError as exc:
+            recorder.note_raised(exc)
             raise
         except EagerFallback as exc:
             recorder.set_fallback(exc.reason, exc.loc)
         except Exception as exc:  # noqa: BLE001 - reported as an internal error
             recorder.internal(f"{type(exc).__name__}: {exc}")
-    concrete = compute(*unwrap(args), **unwrap(kwargs))
+    try:
+        concrete = compute(*unwrap(args), **unwrap(kwargs))
+    except Exception as exc:
+        if recorder is not None:
+            recorder.note_raised(exc)
+        raise
     if recorder is None or recorder.fallback is not None:
         return concrete
     if fperrors.raising():
@@ -260,11 +272,10 @@ def surface(compute, record, args, kwargs):
         return concrete
     try:
         return record(recorder, concrete, *args, **kwargs)
-    except UnsupportedError:
-        raise
     except EagerFallback as exc:
         recorder.set_fallback(exc.reason, exc.loc)
-    except FusejitError:
+    except FusejitError as exc:   # UnsupportedError and fusejit's own errors reach the body
+        recorder.note_raised(exc)
         raise
     except Exception as exc:  # noqa: BLE001 - a tracer bug must not break the user's call
         if config.strict():

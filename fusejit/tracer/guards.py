@@ -34,6 +34,7 @@ of a list, ``np.full``, ``np.float64(...)``) sees a plain float: such a result i
 from __future__ import annotations
 
 import dis
+import functools
 import operator
 from dataclasses import dataclass
 
@@ -89,6 +90,21 @@ def _live(tracer) -> bool:
 
 
 # -- conversions on Tracer ---------------------------------------------------------------------
+def _noting_raises(convert):
+    """A conversion that raises (``int(nan)``, ``bool`` of several elements) records no
+    guard: the recorder notes the exception, in case the body catches it."""
+    @functools.wraps(convert)
+    def checked(tracer, *args):
+        try:
+            return convert(tracer, *args)
+        except Exception as exc:
+            if active() is tracer.recorder:
+                tracer.recorder.note_raised(exc)
+            raise
+    return checked
+
+
+@_noting_raises
 def to_bool(tracer) -> bool:
     value = bool(tracer.value)
     if _live(tracer):
@@ -146,6 +162,7 @@ def python_float(recorder, var, value: float) -> float:
     return value
 
 
+@_noting_raises
 def to_float(tracer) -> float:
     if not _live(tracer) or np.dtype(tracer.dtype).kind == "c":
         value = float(tracer.value)
@@ -155,6 +172,7 @@ def to_float(tracer) -> float:
     return python_float(tracer.recorder, _scalar_var(tracer, np.float64), tracer.value)
 
 
+@_noting_raises
 def to_int(tracer) -> int:
     value = int(tracer.value)
     if _live(tracer):
@@ -162,6 +180,7 @@ def to_int(tracer) -> int:
     return value
 
 
+@_noting_raises
 def to_index(tracer) -> int:
     value = operator.index(tracer.value)
     if _live(tracer):
@@ -169,6 +188,7 @@ def to_index(tracer) -> int:
     return value
 
 
+@_noting_raises
 def to_item(tracer, *args):
     value = tracer.value
     item = value.item(*args) if hasattr(value, "item") else value
@@ -184,6 +204,7 @@ def to_item(tracer, *args):
     return item
 
 
+@_noting_raises
 def to_list(tracer):
     value = tracer.value
     result = value.tolist() if hasattr(value, "tolist") else value

@@ -6,6 +6,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..ir import Graph
+from . import returned_objects
 from .api import Mutation, OutputLeaf, Trace
 from .captures import Capture
 from .context import UNTRACED_AFTER_WRITE, unwrap
@@ -129,6 +130,7 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
                 outputs.append(entry[1])
                 return OutputLeaf("value", len(outputs) - 1)
         return OutputLeaf("const", const=leaf.copy())
+    returned_objects.check(recorder, leaf)
     return OutputLeaf("const", const=leaf)
 
 

@@ -1,7 +1,9 @@
 """Pytrees: nested dict/list/tuple/namedtuple containers whose leaves are arrays or Python values.
 
-``flatten`` visits dicts in sorted key order, so two dicts with the same keys give the same
-``TreeDef`` whatever their insertion order (the runtime uses the TreeDef in cache keys).
+``flatten`` visits dicts in insertion order and ``unflatten`` rebuilds them in it: the body
+iterates an argument dict (``np.concatenate(list(d.values()))``) and the caller gets a returned
+dict in the order eager Python gives. Two dicts with the same keys in another order therefore
+have different ``TreeDef``s, and so different cache keys.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 @dataclass(frozen=True)
 class TreeDef:
     """The structure of a pytree. ``kind`` is "leaf", "dict", "list", "tuple" or "namedtuple";
-    ``meta`` holds the sorted dict keys or the namedtuple class."""
+    ``meta`` holds the dict keys (in insertion order) or the namedtuple class."""
 
     kind: str
     meta: object = None
@@ -45,13 +47,6 @@ def is_traced_leaf(x) -> bool:
     return type(x) is np.ndarray or isinstance(x, np.generic) or type(x) is float
 
 
-def _sorted_keys(d: dict) -> tuple:
-    try:
-        return tuple(sorted(d))
-    except TypeError:  # mixed key types: order by type name, then text
-        return tuple(sorted(d, key=lambda k: (type(k).__name__, repr(k))))
-
-
 def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
@@ -64,7 +59,7 @@ def flatten(tree) -> tuple[list, TreeDef]:
 
 def _flatten(tree, leaves: list) -> TreeDef:
     if type(tree) is dict:
-        keys = _sorted_keys(tree)
+        keys = tuple(tree)
         return TreeDef("dict", keys, tuple(_flatten(tree[k], leaves) for k in keys))
     if type(tree) is list:
         return TreeDef("list", None, tuple(_flatten(x, leaves) for x in tree))

@@ -1,0 +1,116 @@
+"""Results a replay cannot rebuild, branches it cannot see, and orders it must keep: objects
+the body makes and returns, exceptions the body catches, dict iteration order."""
+import dataclasses
+import types
+
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+
+@dataclasses.dataclass
+class Result:
+    y: np.ndarray
+
+
+RETURNING = {
+    "dataclass": lambda x: Result(x * 2),
+    "namespace": lambda x: types.SimpleNamespace(y=x * 2),
+    "closure": lambda x: (lambda: x * 2),
+}
+
+
+@pytest.mark.parametrize("name", list(RETURNING))
+def test_an_object_the_body_makes_is_made_again_every_call(name):
+    fn = RETURNING[name]
+    compiled = fusejit.compile(fn)
+    for scale in (1.0, 10.0, 100.0):
+        x = np.array([1.0, 2.0]) * scale
+        want, got = fn(x), compiled(x)
+        want, got = (want(), got()) if name == "closure" else (want.y, got.y)
+        assert type(got) is np.ndarray
+        assert_same(want, got)
+    assert compiled.cache_info()["eager_calls"] == 2
+
+
+def test_an_argument_object_returned_is_the_same_object():
+    def scaled(x, box):
+        box.y = x * 2   # an attribute rebound to a traced array: replayed
+        return box
+
+    compiled, box = fusejit.compile(scaled), types.SimpleNamespace(y=None)
+    for scale in (1.0, 3.0):
+        assert compiled(np.ones(2) * scale, box) is box
+        assert_same(np.ones(2) * scale * 2, box.y)
+    assert compiled.cache_info()["hits"] == 1
+
+
+def _solve_or_zero(a, b):
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return np.zeros_like(b)
+
+
+def _int_or_minus_one(x):
+    try:
+        return x * int(x.sum())
+    except ValueError:      # int(nan)
+        return -x
+
+
+def _sqrt_or_zero(x):
+    try:
+        with np.errstate(invalid="raise"):
+            return np.sqrt(x)
+    except FloatingPointError:
+        return np.zeros_like(x)
+
+
+@pytest.mark.parametrize("fn, first, later", [
+    (_solve_or_zero, (np.zeros((2, 2)), np.ones(2)), (np.eye(2) * 2, np.ones(2))),
+    (_int_or_minus_one, (np.array([np.nan, 1.0]),), (np.array([2.0, 1.0]),)),
+    (_sqrt_or_zero, (np.array([-4.0]),), (np.array([4.0]),)),
+], ids=["linalg", "int_of_nan", "errstate"])
+def test_an_exception_the_body_caught_while_tracing_runs_that_signature_eagerly(fn, first,
+                                                                              later):
+    compiled = fusejit.compile(fn)
+    for args in (first, later, later):
+        assert_same(fn(*args), compiled(*args))
+    assert "caught by the body" in str(compiled.explain(*first))
+
+
+def test_an_argument_dict_is_iterated_in_its_own_order():
+    def joined(d):
+        return np.concatenate(list(d.values())), d
+
+    compiled = fusejit.compile(joined)
+    for order in (("b", "a"), ("a", "b"), ("b", "a")):
+        d = {key: np.full(2 if key == "b" else 1, float(ord(key))) for key in order}
+        want, got = joined(d), compiled(d)
+        assert_same(want[0], got[0])
+        assert list(got[1]) == list(order)
+    assert compiled.cache_info()["signatures"] == 2
+
+
+def test_float_methods_of_a_traced_python_float_run_eagerly():
+    def ratio(x, lr):
+        return x * lr.as_integer_ratio()[1], lr.is_integer(), lr.real
+
+    compiled = fusejit.compile(ratio)
+    for lr in (0.75, 0.5, 2.0):
+        assert_same(ratio(np.ones(2), lr), compiled(np.ones(2), lr))
+
+
+@pytest.mark.parametrize("source", [
+    "np.copyto(x, 7.0, where=x < 0) or x", "np.allclose(x, x)", "np.repeat(x, (x > 0) + 1)",
+    "np.subtract.at(x, [0, 0], 1.0) or x"])
+def test_an_eager_fallback_while_recording_runs_the_body_as_numpy(source):
+    fn = eval(f"lambda x: {source}")  # noqa: S307 -- the cases above, as source for their ids
+    compiled = fusejit.compile(fn)
+    for values in ([1.0, -2.0, 3.0], [-1.0, 2.0, 0.5]):
+        want_x, got_x = np.array(values), np.array(values)
+        assert_same(fn(want_x), compiled(got_x))
+        assert_same(want_x, got_x)
