@@ -45,26 +45,26 @@ def _reset():
         array[...] = 1.0
 
 
-@pytest.mark.parametrize("fn", [through_a_method, through_a_dict], ids=["method", "dict"])
-def test_an_untraced_change_to_a_global_runs_eagerly(fn):
+def _compiled_after_eager(fn, calls=3):
+    """Three eager calls, then three compiled ones from the same global state, compared."""
     _reset()
-    eager = [fn(np.zeros(3)) for _ in range(3)]
+    eager = [fn(np.zeros(3)) for _ in range(calls)]
     _reset()
     compiled = fusejit.compile(fn)
     for want in eager:
         assert_same(want, compiled(np.zeros(3)))
+    return compiled
+
+
+@pytest.mark.parametrize("fn", [through_a_method, through_a_dict], ids=["method", "dict"])
+def test_an_untraced_change_to_a_global_runs_eagerly(fn):
+    compiled = _compiled_after_eager(fn)
     assert "untraced code changed the array" in str(compiled.explain(np.zeros(3)))
     assert compiled.cache_info()["eager_calls"] == 2
 
 
 def test_a_traced_update_of_a_global_still_compiles():
-    _reset()
-    eager = [traced_update(np.zeros(3)) for _ in range(3)]
-    _reset()
-    compiled = fusejit.compile(traced_update)
-    for want in eager:
-        assert_same(want, compiled(np.zeros(3)))
-    assert compiled.cache_info()["eager_calls"] == 0
+    assert _compiled_after_eager(traced_update).cache_info()["eager_calls"] == 0
 
 
 def test_an_untraced_change_to_a_closure_array_runs_eagerly():
