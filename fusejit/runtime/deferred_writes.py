@@ -124,6 +124,6 @@ def _chain(var, source: Var, producers: dict, uses: Counter) -> list:
 
 
 def _uses(graph: Graph) -> Counter:
-    uses = Counter(v for node in graph.nodes for v in node.inputs if isinstance(v, Var))
+    uses = Counter({var: len(nodes) for var, nodes in graph.users().items()})
     uses.update(v for v in graph.outputs if isinstance(v, Var))
     return uses

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node, Var, ops
+from ..passes.rewrite import is_view
 
 MAX_CHAIN = 256  # view calls between the result and the written array (x[1:].T[0] is 3)
 
@@ -77,8 +78,7 @@ def apply_views(array, nodes) -> np.ndarray:
 
 
 def _single_view(node: Node) -> bool:
-    return (node.op in ops.REGISTRY and ops.get(node.op).kind == ops.VIEW
-            and len(node.outputs) == 1 and isinstance(node.inputs[0], Var))
+    return is_view(node) and len(node.outputs) == 1 and isinstance(node.inputs[0], Var)
 
 
 def _shares(value, array) -> bool:
