@@ -11,22 +11,25 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, Var, ops
+from .in_place_writes import in_place_writes
 from .manager import PassResult, register_pass
 from .rewrite import is_view
 
 
-def view_parents(graph: Graph) -> dict[Var, Var]:
-    """Each view's output -> the Var it is a view of."""
+def view_parents(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
+    """Each view's output -> the Var it is a view of. ``writes``: the ``setitem`` and
+    ``scatter_add`` nodes that write into their target's buffer (``in_place_writes``), whose
+    results alias it like views."""
     return {out: node.inputs[0] for node in graph.nodes
-            if is_view(node) and node.inputs and isinstance(node.inputs[0], Var)
-            for out in node.outputs}
+            if (is_view(node) or node in writes) and node.inputs
+            and isinstance(node.inputs[0], Var) for out in node.outputs}
 
 
-def last_uses(graph: Graph) -> dict[Var, int]:
+def last_uses(graph: Graph, writes=frozenset()) -> dict[Var, int]:
     """Each node-defined Var -> the index of the last node that reads it or a view of it;
     ``len(nodes)`` for what the graph returns; its own index when nothing reads it."""
     last = {out: index for index, node in enumerate(graph.nodes) for out in node.outputs}
-    parents = view_parents(graph)
+    parents = view_parents(graph, writes)
     reads = [(index, node.inputs) for index, node in enumerate(graph.nodes)]
     reads.append((len(graph.nodes), graph.outputs))
     for index, values in reads:
@@ -37,11 +40,11 @@ def last_uses(graph: Graph) -> dict[Var, int]:
     return last
 
 
-def lifetimes(graph: Graph) -> dict[Var, tuple[int, int]]:
+def lifetimes(graph: Graph, writes=frozenset()) -> dict[Var, tuple[int, int]]:
     """Each buffer (a non-view node output) -> (defining node index, last use index)."""
-    last = last_uses(graph)
+    last = last_uses(graph, writes)
     return {out: (index, last[out]) for index, node in enumerate(graph.nodes)
-            if not is_view(node) for out in node.outputs}
+            if not is_view(node) and node not in writes for out in node.outputs}
 
 
 def peak_bytes(spans: dict[Var, tuple[int, int]]) -> int:
@@ -89,7 +92,7 @@ def _first_fit(placed, start: int, end: int, nbytes: int, align: int) -> int:
 FRESH_OPS = ("fused", "matmul", "concatenate")
 
 
-def in_place_outputs(graph: Graph) -> dict[Var, Var]:
+def in_place_outputs(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
     """Kernel outputs that take over an input's buffer: output -> donor.
 
     Neither is ``caller_reachable``. The donor is a new buffer of a kernel, matmul or
@@ -98,9 +101,9 @@ def in_place_outputs(graph: Graph) -> dict[Var, Var]:
     each element into a local before it stores the results at that element, and never reads
     it again afterwards (``_overwritable``), so it may store over it (``numba_cpu``)."""
     fresh = {v for node in graph.nodes if node.op in FRESH_OPS for v in node.outputs}
-    exposed = caller_reachable(graph)
-    last = last_uses(graph)
-    roots = _roots(graph)
+    exposed = caller_reachable(graph, writes)
+    last = last_uses(graph, writes)
+    roots = _roots(graph, writes)
     donors: dict[Var, Var] = {}
     for index, node in enumerate(graph.nodes):
         space, allowed = _overwritable(node.attr["body"]) if node.op == "fused" else (None, ())
@@ -120,10 +123,10 @@ def in_place_outputs(graph: Graph) -> dict[Var, Var]:
     return donors
 
 
-def caller_reachable(graph: Graph) -> set[Var]:
+def caller_reachable(graph: Graph, writes=frozenset()) -> set[Var]:
     """Buffers the caller may see: what the graph returns, what is handed to an opaque NumPy
     call (which may keep a view of it), and the bases of views of either."""
-    parents = view_parents(graph)
+    parents = view_parents(graph, writes)
     values = [*graph.outputs] + [v for node in graph.nodes if node.op == "host"
                                  for v in node.inputs]
     reachable = set()
@@ -170,8 +173,8 @@ def _reductions_below(body: Graph) -> dict[Var, set[Node]]:
     return below
 
 
-def _roots(graph: Graph) -> dict[Var, Var]:
-    parents = view_parents(graph)
+def _roots(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
+    parents = view_parents(graph, writes)
     roots = {}
     for var in parents:
         root = var
@@ -227,12 +230,14 @@ def donated_spans(spans: dict[Var, tuple[int, int]], donors: dict[Var, Var]) -> 
 
 @register_pass("plan_memory")
 def plan_memory(graph: Graph) -> PassResult:
-    spans = lifetimes(graph)
-    donors = in_place_outputs(graph)
+    writes = in_place_writes(graph)
+    spans = lifetimes(graph, writes)
+    donors = in_place_outputs(graph, writes)
     offsets = assign_offsets(spans, donors=donors)
     arena = max((offsets[v] + v.type.nbytes for v in spans), default=0)
-    stats = {"last_use": last_uses(graph), "peak_bytes": peak_bytes(donated_spans(spans, donors)),
+    stats = {"last_use": last_uses(graph, writes),
+             "peak_bytes": peak_bytes(donated_spans(spans, donors)),
              "eager_peak_bytes": peak_bytes(lifetimes(unfused(graph))),
              "buffers": len(spans), "offsets": offsets, "arena_bytes": arena,
-             "in_place": donors}
+             "in_place": donors, "writes_in_place": len(writes)}
     return PassResult(graph, False, stats)

@@ -26,13 +26,15 @@ ARENA_OPS = ("fused", "matmul", "concatenate")
 OUT_MIN_BYTES = 64 * 1024
 
 
-def arena_offsets(graph: Graph) -> tuple[dict[Var, int], int, dict[Var, Var]]:
+def arena_offsets(graph: Graph, writes=frozenset()) -> tuple[dict[Var, int], int, dict[Var, Var]]:
     """Offsets for the kernel, matmul and concatenate outputs that may live in the arena, the
-    arena size, and the kernel outputs written in place (output -> donor input)."""
-    eligible = _eligible(graph)
-    donors = in_place_outputs(graph)
+    arena size, and the kernel outputs written in place (output -> donor input). ``writes``:
+    the setitems that write into their target (``passes.in_place_writes``), whose results
+    keep the target's buffer alive."""
+    eligible = _eligible(graph, writes)
+    donors = in_place_outputs(graph, writes)
     _follow_donors(eligible, donors)
-    spans = {var: span for var, span in lifetimes(graph).items() if var in eligible}
+    spans = {var: span for var, span in lifetimes(graph, writes).items() if var in eligible}
     offsets = assign_offsets(spans, ALIGN, donors)
     size = max((offsets[v] + v.type.nbytes for v in offsets), default=0)
     return offsets, size, donors
@@ -46,8 +48,8 @@ def _follow_donors(eligible: set[Var], donors: dict[Var, Var]) -> None:
             eligible.discard(out)
 
 
-def _eligible(graph: Graph) -> set[Var]:
-    exposed = caller_reachable(graph)
+def _eligible(graph: Graph, writes) -> set[Var]:
+    exposed = caller_reachable(graph, writes)
     return {out for node in graph.nodes if node.op in ARENA_OPS for out in node.outputs
             if out not in exposed and out.type.size > 0
             and (node.op == "fused" or out.type.nbytes >= OUT_MIN_BYTES)}

@@ -70,6 +70,8 @@ class Step:
 
 
 class CudaProgram:
+    caller_writes = frozenset()   # every write goes into a copy (``Program`` may write in place)
+
     def __init__(self, graph: Graph, steps: list[Step], kernels: list, checks: dict,
                  arena_offsets: dict, arena_bytes: int, roots: dict):
         self.graph, self.steps, self.kernels, self.checks = graph, steps, kernels, checks
@@ -149,7 +151,8 @@ class CudaProgram:
             return np.asarray(value.value)
         array = arrays.download(env[value], stream)
         stream.synchronize()
-        return array
+        # a 0-d array went up as shape (1,) (``np.ascontiguousarray``): an index must be 0-d
+        return array.reshape(value.type.shape) if array.shape != value.type.shape else array
 
     def _check(self, index: int, env, stream) -> None:
         for guard in self.checks.get(index, ()):

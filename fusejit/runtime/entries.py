@@ -1,6 +1,7 @@
 """What a cache key maps to: a compiled program, or the reason that signature runs eagerly."""
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass, field
 
@@ -11,6 +12,7 @@ from .. import config
 from ..logs import topic
 from ..tracer import Trace, unflatten
 from ..tracer.returned_views import apply_views
+from . import undo
 from .deferred_writes import write_all
 from .device import is_device_array
 from .program import GuardFailed, Program
@@ -50,11 +52,13 @@ class CompiledEntry:
                 return RETRACE
         if trace.mutations and _aliased_writes(trace, leaves, inputs, captured):
             return ALIASED
-        values = self.program.run(inputs + list(captured) if captured else inputs)
-        if trace.mutations:
-            write_all(self.program, [(leaves[m.index] if m.target == "arg" else
-                                      captured[m.index], m.output) for m in trace.mutations],
-                      values)
+        journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
+        with journal:   # writes into the caller's arrays are undone if the replay fails
+            values = self.program.run(inputs + list(captured) if captured else inputs)
+            if trace.mutations:
+                write_all(self.program, [(leaves[m.index] if m.target == "arg" else
+                                          captured[m.index], m.output) for m in trace.mutations],
+                          values)
         for write in trace.attr_writes:
             _replay_attr_write(write, values, leaves, self.owner)
         self.hits += 1

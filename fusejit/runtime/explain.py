@@ -166,9 +166,12 @@ def _explain_path(compiled, entry, cache) -> Explanation:
     signature = ", ".join(f"{v.hint or '?'}: {v.type}" for v in entry.trace.graph.inputs)
     result = Explanation(compiled.__qualname__, signature, "compiled",
                          notes=tuple(entry.trace.notes), cache=cache)
-    runs = set(getattr(entry.program, "graph", graph).nodes)
+    program = entry.program
+    runs = set(getattr(program, "graph", graph).nodes)
+    into_caller = getattr(program, "caller_writes", frozenset())
     for node in graph.nodes:
-        _classify(node, result, deferred=node not in runs)
+        _classify(node, result, deferred=node not in runs or node in into_caller,
+                  in_place=node in getattr(program, "writes", ()))
     result.refusals = list(entry.pipeline.stats.get("fuse", {}).get("refusals", []))
     memory = entry.pipeline.stats.get("plan_memory", {})
     result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
@@ -183,7 +186,7 @@ def _eager_reason(entry) -> str:
     return f"{entry.reason}{where}"
 
 
-def _classify(node: Node, result: Explanation, deferred=False) -> None:
+def _classify(node: Node, result: Explanation, deferred=False, in_place=False) -> None:
     if node.op == "fused":
         result.kernels.append(kernel_info(node))
         return
@@ -194,9 +197,11 @@ def _classify(node: Node, result: Explanation, deferred=False) -> None:
         result.blas_calls.append(HostCall(node.op, node.loc, "BLAS call"))
     elif kind == ops.VIEW:
         result.views += 1
-    elif deferred:  # runtime/deferred_writes.py
+    elif deferred:  # runtime/deferred_writes.py, or in_place_writes into an argument
         result.host_ops.append(HostCall(f"{node.op} (in place, into the caller's array)",
                                         node.loc, "NumPy write"))
+    elif in_place:  # passes/in_place_writes.py: into a buffer of the program's own
+        result.host_ops.append(HostCall(f"{node.op} (in place)", node.loc, "NumPy write"))
     else:
         result.host_ops.append(HostCall(node.op, node.loc, "NumPy copy"))
 

@@ -23,7 +23,7 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), dis
     else:
         optimized, deferred = defer(run.graph, {out: run.graph.inputs[position]
                                                for out, position in (written or {}).items()})
-        program = lower(optimized, target, guards)
+        program = lower(optimized, target, guards, written=frozenset((written or {}).values()))
         program.deferred = deferred
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}

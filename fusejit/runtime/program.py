@@ -10,8 +10,11 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, Var, indexing, ops
+from ..passes.in_place_writes import in_place_writes
+from ..passes.plan_memory import view_parents
 from .arena import ARENA_OPS, Arena, arena_offsets
 from .progress import Progress
+from .undo import writer
 
 
 @dataclass(frozen=True)
@@ -76,11 +79,15 @@ class Program:
     compiled: bool = False                       # set after the first run compiled the kernels
     arena: Arena | None = None                   # intermediates' storage, reused across calls
     deferred: dict = field(default_factory=dict)  # output index -> in-place writes (write_all)
+    writes: frozenset = frozenset()    # setitem nodes that write into their target's buffer
+    caller_writes: frozenset = frozenset()  # those whose target is the caller's: run under undo
 
     @staticmethod
     def write_back(target, value) -> None:
-        """Replay an in-place update of an argument or captured array."""
-        np.copyto(target, value)
+        """Replay an in-place update of an argument or captured array (unless the program
+        wrote the new value into it already)."""
+        if not _same_memory(target, value):
+            np.copyto(target, value)
 
     def run(self, inputs) -> list:
         if self.compiled and not self.checks:
@@ -124,6 +131,15 @@ class Program:
         if progress is not None:
             progress.close()
             self.compiled = True
+
+
+def _same_memory(a, b) -> bool:
+    if a is b:
+        return True
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return False
+    return (a.ctypes.data == b.ctypes.data and a.shape == b.shape and a.strides == b.strides
+            and a.dtype == b.dtype)
 
 
 def straight_line(program: Program):
@@ -219,7 +235,9 @@ def _split_slices(node: Node) -> list[tuple]:
     return bounds
 
 
-def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
+def lower(graph: Graph, target: str = "cpu", guards=(), written=frozenset()) -> Program:
+    """``written``: positions among the graph's inputs of the caller's arrays the body updates
+    in place (writes into them may go straight into the array, ``passes.in_place_writes``)."""
     slot_of = {var: i for i, var in enumerate(graph.inputs)}
     constants: dict[int, np.ndarray] = {}
     count = [len(graph.inputs)]
@@ -235,9 +253,14 @@ def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
         return count[0] - 1
 
     raw_steps, kernels = [], []
-    arena_plan = arena_offsets(graph) if target == "cpu" else ({}, 0, {})
+    writes = in_place_writes(graph, written) if target == "cpu" else frozenset()
+    arena_plan = arena_offsets(graph, writes) if target == "cpu" else ({}, 0, {})
+    callers = _callers_arrays(graph, writes)
     for node in graph.nodes:
-        fn = _step_function(node, target, kernels, _in_place_pairs(node, arena_plan[2]))
+        if node in writes:
+            fn = writer(node.op, node.attr["key"], journaled=node in callers)
+        else:
+            fn = _step_function(node, target, kernels, _in_place_pairs(node, arena_plan[2]))
         raw_steps.append((fn, tuple(slot(v) for v in node.inputs),
                           tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
@@ -245,7 +268,20 @@ def lower(graph: Graph, target: str = "cpu", guards=()) -> Program:
     steps, arena = _plan_arena(steps, *arena_plan[:2]) if target == "cpu" else (steps, None)
     checks = _place_checks(guards, outputs, raw_steps)
     return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels,
-                   checks, arena=arena)
+                   checks, arena=arena, writes=writes, caller_writes=frozenset(callers))
+
+
+def _callers_arrays(graph: Graph, writes) -> set[Node]:
+    """The writes in ``writes`` whose target's buffer is one of the graph's inputs."""
+    parents, inputs = view_parents(graph, writes), set(graph.inputs)
+    found = set()
+    for node in writes:
+        var = node.inputs[0]
+        while var in parents:
+            var = parents[var]
+        if var in inputs:
+            found.add(node)
+    return found
 
 
 def _plan_arena(steps: list[Step], offsets: dict[Var, int], size: int):
