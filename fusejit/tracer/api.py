@@ -14,6 +14,7 @@ from .context import Fallback, Recorder, active, sanitize, set_active
 from .conversions import traced_conversions
 from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
+from .returned_views import written
 from .side_effects import AttrWrite, snapshot
 from .tracer import Tracer
 
@@ -129,7 +130,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     finally:
         set_active(None)
     detect_container_writes(recorder, containers)
-    audit.check(audited, recorder)
+    audit.check(audited, recorder, [array for *_, array in written(recorder, proxies)])
     _check_caught(recorder)
     _note_random(recorder, random_before)
     from .outputs import finish

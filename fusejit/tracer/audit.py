@@ -5,7 +5,8 @@ the module's real globals, not the body's overlay (``overlay.py``): NumPy code t
 arrays alone (``G[...] *= 0.5`` in ``Helper.decay``) runs only while tracing, and every replay
 would skip it. A checksum of each array among the body's module globals and closure, taken
 before and after the body, finds such a change; that signature then runs eagerly. Arrays that
-traced values were written into are left to ``outputs._check_written``."""
+traced values were written into are left to ``outputs._check_written`` -- an argument too (a
+script's global passed to the body, ``step(cache)``), whose untraced changes are not found."""
 from __future__ import annotations
 
 import functools
@@ -48,10 +49,15 @@ def start(fn) -> list[tuple[np.ndarray, str, int]]:
     return audit
 
 
-def check(audit, recorder) -> None:
-    """Run eagerly when an array the body did not write with traced values has changed."""
+def check(audit, recorder, written_arrays=()) -> None:
+    """Run eagerly when an array the body did not write with traced values has changed.
+    ``written_arrays``: the arguments and captured arrays the body wrote (a global passed as
+    an argument too, ``f(cache)`` in a script, changes through the argument)."""
     for array, name, before in audit:
-        if id(array) not in recorder.written and _checksum(array) != before:
+        if id(array) in recorder.written or \
+                any(np.may_share_memory(array, other) for other in written_arrays):
+            continue
+        if _checksum(array) != before:
             recorder.set_fallback(REASON.format(name=name), None)
             return
 

@@ -76,6 +76,8 @@ class Recorder:
     guards: list = field(default_factory=list)    # GuardRecord, in recording order
     formatted: dict = field(default_factory=dict)  # id(str) -> str made from a traced value
     raised: list = field(default_factory=list)    # (exception name, Loc) raised into the body
+    opaque_views: list = field(default_factory=list)  # (ndarray, name): host results viewing
+    #                                                  an operand (host.record_host)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):

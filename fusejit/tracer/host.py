@@ -88,6 +88,7 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
     types = [TensorType(np.shape(r), r.dtype) for r in results]
     attrs = {"fn": fn, "name": name, "spec": spec, "nout": len(results)}
     outs = rec.emit_typed("host", template.operands, attrs, types)
+    _note_views(rec, results, name, args, kwargs)
     proxies = [wrap(rec, r, var) for r, var in zip(results, outs, strict=True)]
     if data_dependent or getattr(fn, "__name__", "") in DATA_DEPENDENT:
         for r, var in zip(results, outs, strict=True):
@@ -95,6 +96,29 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
     if isinstance(concrete, (tuple, list)):
         return _same_container(concrete, proxies)
     return proxies[0]
+
+
+def _note_views(rec, results, name, args, kwargs) -> None:
+    """Results that share memory with an operand (``np.flip(h)``) are views the IR does not
+    model: a later write into the operand would not reach them on a replay
+    (``tracer.check_opaque_views``)."""
+    operands = [item.value if isinstance(item, Tracer) else item for item in _leaves((args,
+                                                                                     kwargs))]
+    operands = [a for a in operands if isinstance(a, np.ndarray)]
+    for r in results:
+        if isinstance(r, np.ndarray) and any(np.may_share_memory(r, a) for a in operands):
+            rec.opaque_views.append((r, name))
+
+
+def _leaves(item):
+    if type(item) in (list, tuple):
+        for x in item:
+            yield from _leaves(x)
+    elif type(item) is dict:
+        for x in item.values():
+            yield from _leaves(x)
+    else:
+        yield item
 
 
 def _same_container(concrete, items):

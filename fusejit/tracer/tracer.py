@@ -212,8 +212,20 @@ def remember_text(recorder, text: str) -> None:
         recorder.formatted[id(text)] = text
 
 
+def check_opaque_views(recorder, array) -> None:
+    """A write into an array that a host call's result views (``kept = np.flip(h); h[0] = 7``)
+    changes that result in eager NumPy, never in the program: run eagerly."""
+    for view, name in recorder.opaque_views:
+        if np.may_share_memory(view, array):
+            recorder.set_fallback(f"an array was written into after {name} returned a view of "
+                                  "it (a replay would not update that view)")
+            return
+
+
 def mark_written(tracer: Tracer, new_var) -> None:
     """Rebind ``tracer`` to ``new_var`` after an in-place write, writing through to its base."""
+    if tracer.recorder.opaque_views:
+        check_opaque_views(tracer.recorder, tracer.value)
     link = tracer.link
     if isinstance(tracer, CapturedTracer):
         write(tracer.recorder, tracer.value, new_var)
@@ -238,6 +250,8 @@ def write(recorder, target, new_var) -> None:
     if isinstance(target, Tracer):
         mark_written(target, new_var)
     else:
+        if recorder.opaque_views:
+            check_opaque_views(recorder, target)
         recorder.raw_var(target)
         recorder.raw[id(target)][1] = new_var
         written = recorder.written  # what traced writes leave there, for ``_check_written``

@@ -83,3 +83,22 @@ def test_an_untraced_change_to_a_closure_array_runs_eagerly():
     for _ in range(3):
         assert_same(eager(np.zeros(2)), compiled(np.zeros(2)))
     assert compiled.cache_info()["eager_calls"] == 2
+
+
+STATE = np.zeros((4, 3))
+
+
+def write_row(state, row, t):
+    state[t] = row
+    return state[: t + 1].sum(axis=0)
+
+
+def test_a_global_passed_as_the_argument_the_body_writes_still_compiles():
+    # a script's ``step(STATE, ...)``: STATE changes through the traced argument, not untraced
+    eager_state = STATE.copy()
+    compiled = fusejit.compile(write_row)
+    for t in range(3):
+        row = np.full(3, t + 1.0)
+        assert_same(write_row(eager_state, row, 2), compiled(STATE, row, 2))
+        assert_same(eager_state, STATE)
+    assert compiled.cache_info()["eager_calls"] == 0
