@@ -7,7 +7,6 @@ import weakref
 import numpy as np
 
 from ..ir.types import SUPPORTED_DTYPES
-from ..tracer import flatten
 from .device import is_device_array
 
 _ARRAY, _GENERIC, _FLOAT, _STATIC, _BY_ID = "a", "g", "f", "s", "i"
@@ -84,6 +83,20 @@ def make_key(args, kwargs, target):
             signature.append((a.shape, a.dtype))
         else:
             return ("arrays", tuple(signature), target), args
-    leaves, treedef = flatten((args, kwargs))
-    key = (treedef, tuple(leaf_signature(leaf) for leaf in leaves), target)
-    return key, leaves
+    leaves: list = []
+    return (_structure((args, kwargs), leaves), target), leaves
+
+
+def _structure(tree, leaves: list):
+    """The key's part for ``tree``: its containers (as ``pytree.flatten`` sees them, dicts in
+    insertion order) with each leaf's signature in place; the leaves go to ``leaves``. Plain
+    tuples, built without ``flatten``'s TreeDef objects: this runs on every call."""
+    cls = type(tree)
+    if cls is dict:
+        return (dict, tuple(tree), tuple([_structure(v, leaves) for v in tree.values()]))
+    if cls is tuple or cls is list or (isinstance(tree, tuple) and hasattr(cls, "_fields")):
+        return (cls, tuple([_structure(v, leaves) for v in tree]))
+    leaves.append(tree)
+    if cls is np.ndarray:
+        return (_ARRAY, tree.shape, tree.dtype)
+    return leaf_signature(tree)
