@@ -95,8 +95,19 @@ def _pow(forward, inplace):
 
 
 Tracer.__pow__, Tracer.__ipow__ = _pow(Tracer.__pow__, Tracer.__ipow__)
-Tracer.__divmod__ = lambda self, other: np.divmod(self, other)
-Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
+
+
+def _divmod(self, other, reflected=False):
+    """``divmod`` of a traced Python float and a Python number is Python's: two floats,
+    ``(a // b, a % b)`` (its definition); of an array, ``np.divmod``."""
+    a, b = (other, self) if reflected else (self, other)
+    if self.weak and _is_weak(other):
+        return a // b, a % b
+    return np.divmod(a, b)
+
+
+Tracer.__divmod__ = _divmod
+Tracer.__rdivmod__ = lambda self, other: _divmod(self, other, reflected=True)
 
 
 def _unary(ufunc, py_op=None):

@@ -104,6 +104,17 @@ def test_float_methods_of_a_traced_python_float_run_eagerly():
         assert_same(ratio(np.ones(2), lr), compiled(np.ones(2), lr))
 
 
+def test_divmod_of_a_traced_python_float_gives_python_floats():
+    def split(x, lr):
+        q, r = divmod(lr, 0.3)
+        return x * q + r, q, r, divmod(7.5, lr), divmod(x, lr)
+
+    compiled = fusejit.compile(split)
+    for lr in (1.0, 2.5, -1.25):
+        assert_same(split(np.ones(2), lr), compiled(np.ones(2), lr))
+    assert compiled.cache_info()["hits"] == 2
+
+
 @pytest.mark.parametrize("source", [
     "np.copyto(x, 7.0, where=x < 0) or x", "np.allclose(x, x)", "np.repeat(x, (x > 0) + 1)",
     "np.subtract.at(x, [0, 0], 1.0) or x"])
