@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +79,10 @@ class Recorder:
     raised: list = field(default_factory=list)    # (exception name, Loc) raised into the body
     opaque_views: list = field(default_factory=list)  # (ndarray, name): host results viewing
     #                                                  an operand (host.record_host)
+    proxies: weakref.WeakValueDictionary = field(default_factory=weakref.WeakValueDictionary)
+    #                                                  Var -> its live proxy (tracer.wrap)
+    masked_reads: dict = field(default_factory=dict)  # gathered Var -> masked.MaskedRead
+    masked: list = field(default_factory=list)       # masked.MaskedStore, checked at the end
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):

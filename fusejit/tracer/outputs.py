@@ -12,6 +12,7 @@ from .captures import Capture
 from .context import UNTRACED_AFTER_WRITE, unwrap
 from .folding import fold_constants
 from .guards import Guard
+from .masked import check_masked_stores
 from .pytree import flatten, unflatten
 from .returned_views import view_chain, written
 from .scalars import TracedFloat
@@ -39,6 +40,7 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
         mutations = tuple(_mutations(writes, outputs))
         attr_writes = tuple(replace(w, outputs=tuple(
             _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
+        check_masked_stores(recorder)
         guards = _guards(recorder, outputs, returned)
         fold_constants(recorder, outputs)
     captures = tuple(Capture(c.description, c.var.type, c.source, c.steps)

@@ -265,4 +265,6 @@ def wrap(recorder, concrete, var, link: ViewLink | None = None):
     """A proxy for NumPy's result, after checking the recorded type matches it."""
     if not recorder.check_type(concrete, var):
         return concrete
-    return Tracer(concrete, var, recorder, link)
+    proxy = Tracer(concrete, var, recorder, link)
+    recorder.proxies[var] = proxy   # weakly: whether it is still alive (masked.py)
+    return proxy

@@ -131,6 +131,17 @@ def _negate_masked(x):
     return x
 
 
+def _sqrt_positive(x):
+    x[x > 0] = np.sqrt(x[x > 0])     # two masks computed alike
+    return x
+
+
+def _take_masked(x):
+    y = np.zeros_like(x)
+    y[x > 1] = x[x > 1] * 2.0
+    return y
+
+
 def _masked_inputs():
     yield from (rng.standard_normal((3, 4)) * 2 for _ in range(4))
     yield np.full((3, 4), 5.0)      # mask all False (reflect), all True (scale_rows)
@@ -139,10 +150,11 @@ def _masked_inputs():
 
 @pytest.mark.parametrize("fn, traces", [(_reflect, 1), (_local_copy, 1),
                                         (_increment_negative, 1), (_scale_rows, 1),
-                                        (_negate_masked, None)])
+                                        (_negate_masked, 1), (_sqrt_positive, 1),
+                                        (_take_masked, 1)])
 def test_masked_update_compiles_and_mutates_like_numpy(fn, traces):
-    """``x[m] op= v`` is a ``where`` over x with no shape guard; ``x[m] = f(x[m])`` is a
-    setitem behind the read's shape guard (one path per count of selected elements)."""
+    """``x[m] op= v`` and ``x[m] = f(x[m])`` are a ``where`` over x with no shape guard (one
+    path for every count of selected elements)."""
     compiled = fusejit.compile(fn)
     for x in _masked_inputs():
         eager, mine = x.copy(), x.copy()
@@ -167,6 +179,35 @@ def test_masked_update_keeps_the_guard_while_the_read_is_still_used():
         assert_same(keep.fn(eager), keep(mine))
         assert_same(eager, mine)
     assert keep.cache_info()["eager_calls"] == 0
+
+
+def _named_read(x):
+    t = x[x < 0]
+    x[x < 0] = -t
+    return x, len(t)
+
+
+def _named_value(x):
+    m = x < 0
+    v = x[m] * 3.0
+    x[m] = v
+    return x, v.shape[0]
+
+
+def _read_again(x):
+    m = x < 0
+    x[m] = -x[m]
+    return x, x[m].sum()
+
+
+@pytest.mark.parametrize("fn", [_named_read, _named_value, _read_again])
+def test_a_masked_store_whose_values_python_may_still_see_keeps_its_guard(fn):
+    compiled = fusejit.compile(fn)
+    for x in _masked_inputs():
+        eager, mine = x.copy(), x.copy()
+        assert_same(fn(eager), compiled(mine))
+        assert_same(eager, mine)
+    assert compiled.cache_info()["traces"] > 1
 
 
 def test_a_body_that_raises_for_some_inputs_raises_like_numpy_and_keeps_working():
