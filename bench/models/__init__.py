@@ -2,7 +2,8 @@
 
 ``MODELS`` maps a workload name to ``(module, function name)``. Each module has
 ``make_inputs(dtype=np.float32, size="small"|"quick"|"bench", seed=0) -> (args, kwargs)``;
-``gpt2`` takes its inputs from ``gpt2_block.make_gpt2_inputs`` (see :func:`load`).
+``gpt2`` and ``gpt2_decode`` take their inputs from ``gpt2_block.make_gpt2_inputs`` and
+``make_decode_inputs`` (see :func:`load`).
 """
 from . import attention, conv, elementwise, gelu, gpt2_block, layernorm, lstm, mlp, mlp_train
 from . import softmax as softmax_module
@@ -17,19 +18,21 @@ MODELS = {
     "attention": (attention, "attention"),
     "gpt2_block": (gpt2_block, "block"),
     "gpt2": (gpt2_block, "gpt2"),
+    "gpt2_decode": (gpt2_block, "decode_step"),
     "lstm": (lstm, "lstm"),
     "conv": (conv, "conv2d_relu"),
     "mlp_train": (mlp_train, "train_step"),
 }
 
 # Workloads whose inputs do not come from the module's ``make_inputs``.
-INPUT_MAKERS = {"gpt2": "make_gpt2_inputs"}
+INPUT_MAKERS = {"gpt2": "make_gpt2_inputs", "gpt2_decode": "make_decode_inputs"}
 
 # Python-int arguments that select the program (static either way; named for clarity).
-STATIC_ARGNAMES = {"attention": ("n_head",), "gpt2_block": ("n_head",), "gpt2": ("n_head",)}
+STATIC_ARGNAMES = {"attention": ("n_head",), "gpt2_block": ("n_head",), "gpt2": ("n_head",),
+                   "gpt2_decode": ("n_head",)}
 
 # Workloads that update their arguments in place (the harness gives each run fresh copies).
-MUTATES_ARGS = frozenset({"mlp_train"})
+MUTATES_ARGS = frozenset({"mlp_train", "gpt2_decode"})
 
 
 def load(name):

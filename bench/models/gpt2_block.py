@@ -1,4 +1,4 @@
-"""A GPT-2 transformer block, and a small multi-layer GPT-2 forward pass (after picoGPT).
+"""GPT-2 after picoGPT: a transformer block, a multi-layer forward pass, a cached decode step.
 
 ``block(x, p, n_head) = x + attn(ln_1(x)); x + mlp(ln_2(x))`` with the tanh GELU. Parameters
 are nested dicts of arrays; ``n_head`` is a Python int (static). The GELU here spells its
@@ -71,6 +71,24 @@ def gpt2(ids, params, n_head):
     return x @ params["wte"].T                              # logits (seq, n_vocab)
 
 
+def decode_step(x, k_cache, v_cache, t, p, n_head):
+    """One generated token through a block, with a key/value cache: ``x`` (1, n_embd) is the
+    token at position ``t`` (a 0-d integer array); its key and value are written into the
+    caches (n_head, max_seq, head_dim) in place, and it attends to every cached position up to
+    ``t``. The whole cache is scored and later positions masked, so the shapes are the same at
+    every ``t`` (as with ``jax.jit``)."""
+    n_embd = x.shape[-1]
+    head_dim = n_embd // n_head
+    q, k, v = np.split(linear(layer_norm(x, **p["ln_1"]), **p["attn"]["c_attn"]), 3, axis=-1)
+    k_cache[:, t] = k.reshape(n_head, head_dim)
+    v_cache[:, t] = v.reshape(n_head, head_dim)
+    scores = q.reshape(n_head, 1, head_dim) @ k_cache.transpose(0, 2, 1) / math.sqrt(head_dim)
+    visible = np.arange(k_cache.shape[1]) <= t
+    y = softmax(np.where(visible, scores, -1e10)) @ v_cache          # (n_head, 1, head_dim)
+    x = x + linear(y.reshape(1, n_embd), **p["attn"]["c_proj"])
+    return x + ffn(layer_norm(x, **p["ln_2"]), **p["mlp"])
+
+
 def _norm(rng, n_embd, dtype):
     g = 1 + 0.1 * rng.standard_normal(n_embd)
     return {"g": g.astype(dtype), "b": (0.1 * rng.standard_normal(n_embd)).astype(dtype)}
@@ -112,6 +130,18 @@ def make_gpt2_inputs(dtype=np.float32, size="small", seed=0):
     }
     ids = rng.integers(0, n_vocab, size=seq)
     return (ids, params, n_head), {}
+
+
+def make_decode_inputs(dtype=np.float32, size="small", seed=0):
+    """Inputs for ``decode_step``: caches of ``n_vocab`` positions, the first half filled."""
+    _, n_embd, n_head, max_seq, _ = SIZES[size]
+    rng = np.random.default_rng(seed)
+    t = max_seq // 2
+    caches = [np.zeros((n_head, max_seq, n_embd // n_head), dtype) for _ in range(2)]
+    for cache in caches:
+        cache[:, :t] = rng.standard_normal((n_head, t, n_embd // n_head))
+    x = rng.standard_normal((1, n_embd)).astype(dtype)
+    return (x, *caches, np.array(t), make_block_params(rng, n_embd, dtype), n_head), {}
 
 
 def example_args():

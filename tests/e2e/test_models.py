@@ -41,3 +41,17 @@ def test_training_step_updates_parameters_in_place_on_every_call():
         assert_same(expected, compiled(*args, **kwargs))
         assert_same(eager_args, args)
     assert compiled.cache_info()["traces"] == 1
+
+
+def test_decoding_writes_each_position_into_the_caches_with_one_trace():
+    fn, make_inputs, compiled = compile_model("gpt2_decode")
+    (x, k_cache, v_cache, t, p, n_head), _ = make_inputs(size="small")
+    eager_caches = copy.deepcopy((k_cache, v_cache))
+    for step in range(int(t), int(t) + 4):
+        token = x * (1.0 + step)
+        expected = fn(token, *eager_caches, np.array(step), p, n_head)
+        assert_same(expected, compiled(token, k_cache, v_cache, np.array(step), p, n_head))
+        assert_same(eager_caches, (k_cache, v_cache))
+    program = compiled.entry_for(token, k_cache, v_cache, np.array(step), p, n_head).paths[0]
+    assert len(program.program.caller_writes) == 2     # both caches, written in place
+    assert compiled.cache_info()["traces"] == 1

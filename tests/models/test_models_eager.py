@@ -23,6 +23,7 @@ EXPECTED = {
     "attention": ([(8, 32)], None),
     "gpt2_block": ([(8, 32)], None),
     "gpt2": ([(8, 64)], None),
+    "gpt2_decode": ([(1, 32)], None),
     "lstm": ([(16, 4, 16), (4, 16)], None),
     "conv": ([(2, 4, 8, 8)], None),
     "mlp_train": ([()], None),
@@ -131,3 +132,22 @@ def test_conv_matches_direct_convolution():
     windows = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
     direct = np.einsum("nchwij,ocij->nohw", windows, w) + b[None, :, None, None]
     np.testing.assert_allclose(fn(x, w, b), np.maximum(direct, 0), rtol=1e-10, atol=1e-12)
+
+
+def _decode_all(decode, x, p, n_head, max_seq):
+    """Each token of ``x`` through ``decode``, in order, from empty caches."""
+    n_embd = x.shape[1]
+    caches = [np.zeros((n_head, max_seq, n_embd // n_head), x.dtype) for _ in range(2)]
+    rows = [decode(x[t:t + 1], *caches, np.array(t), p, n_head) for t in range(len(x))]
+    return np.concatenate(rows), caches
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_decoding_token_by_token_gives_the_blocks_causal_rows(dtype):
+    from bench.models import gpt2_block
+    (x, p, n_head), _ = gpt2_block.make_inputs(dtype=dtype, size="small")
+    rows, (k_cache, _) = _decode_all(gpt2_block.decode_step, x, p, n_head, max_seq=16)
+    tolerance = 2e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(rows, gpt2_block.block(x, p, n_head), rtol=tolerance * 10,
+                               atol=tolerance)
+    assert np.any(k_cache[:, len(x) - 1] != 0) and not np.any(k_cache[:, len(x):])
