@@ -46,7 +46,8 @@ def writer(op: str, encoded_key, journaled: bool):
             target, journal = np.array(target, copy=True), None   # as the IR states it
         key = indexing.decode(encoded_key, index_arrays)
         if journal is not None:  # reading the region first raises IndexError before a write
-            journal.append((target, key, np.array(target[key], copy=True)))
+            journal.append((target, _kept(encoded_key, index_arrays, key),
+                            np.array(target[key], copy=True)))
         if op == "setitem":
             target[key] = value
         else:
@@ -54,3 +55,11 @@ def writer(op: str, encoded_key, journaled: bool):
         return (target,)
     write.__name__ = f"{op}_in_place"
     return write
+
+
+def _kept(encoded_key, index_arrays, key):
+    """The key for undoing the write later: its index arrays copied (one may be a view of the
+    written array, ``a[a[:2]] = 5``, or live in the arena a later step reuses)."""
+    if not index_arrays:
+        return key
+    return indexing.decode(encoded_key, [np.array(a, copy=True) for a in index_arrays])

@@ -194,3 +194,33 @@ def test_two_in_place_writes_into_one_argument_are_both_undone():
 
     _check(two_writes, lambda call: (np.full((3, 2), float(call)), np.full(2, (-2.0) ** call)),
            calls=5)
+
+
+def _self_indexed(a, x):
+    a[a[:2]] = 5          # the index array is a view of the array written
+    s = a.sum()
+    if s > x:
+        return s
+    return -s
+
+
+def _index_in_the_arena(a, i, x):
+    idx = (i + np.arange(3)) % 8      # a kernel's output, in the arena
+    a[idx] += 1.0
+    y = x * 3.0                       # may take idx's place in the arena
+    y[0] = 1.0
+    s = y.sum() + a.sum()
+    if s > 0:
+        return s
+    return -s
+
+
+@pytest.mark.parametrize("fn, make_args, calls", [
+    (_self_indexed, lambda call: (np.array([0, 1, 7, 7, 7, 7, 7, 7]),
+                                  np.array([0, 10**6, 0][call])), 3),
+    (_index_in_the_arena, lambda call: (np.arange(8.0) * 0.1, np.array([2, 2, 3, 1][call]),
+                                        np.full(3, 100.0 * [1, -1, 1, -1][call])), 4),
+], ids=["index_viewing_the_target", "index_in_the_arena"])
+def test_the_undo_restores_the_region_the_write_changed(fn, make_args, calls):
+    compiled = _check(fn, make_args, calls)
+    assert compiled.cache_info()["paths"] == 2
