@@ -21,9 +21,12 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), dis
         from .cuda import lower_cuda
         program = lower_cuda(run.graph, guards)
     else:
+        written = written or {}
         optimized, deferred = defer(run.graph, {out: run.graph.inputs[position]
-                                               for out, position in (written or {}).items()})
-        program = lower(optimized, target, guards, written=frozenset((written or {}).values()))
+                                               for out, position in written.items()})
+        finals = {position: optimized.outputs[out] for out, position in written.items()
+                  if out not in deferred}
+        program = lower(optimized, target, guards, written=finals)
         program.deferred = deferred
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}

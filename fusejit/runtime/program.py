@@ -235,9 +235,10 @@ def _split_slices(node: Node) -> list[tuple]:
     return bounds
 
 
-def lower(graph: Graph, target: str = "cpu", guards=(), written=frozenset()) -> Program:
-    """``written``: positions among the graph's inputs of the caller's arrays the body updates
-    in place (writes into them may go straight into the array, ``passes.in_place_writes``)."""
+def lower(graph: Graph, target: str = "cpu", guards=(), written=None) -> Program:
+    """``written``: position among the graph's inputs of each caller's array the body updates
+    in place -> the Var written back into it (writes on the way there may go straight into
+    the array, ``passes.in_place_writes``)."""
     slot_of = {var: i for i, var in enumerate(graph.inputs)}
     constants: dict[int, np.ndarray] = {}
     count = [len(graph.inputs)]

@@ -51,7 +51,33 @@ def test_an_input_is_written_in_place_only_when_the_body_writes_it():
     written = p("setitem", x, lit(0.0), key=ROW0)
     graph = p.graph(p("exp", written), written)
     assert not in_place_writes(graph)
-    assert [node.op for node in in_place_writes(graph, written=frozenset({0}))] == ["setitem"]
+    assert [node.op for node in in_place_writes(graph, written={0: written})] == ["setitem"]
+
+
+def test_a_write_into_an_input_off_its_written_chain_copies():
+    # t = x.copy(); x[1] = 5; s = x.sum(); t[0] = -1 with the copy folded away
+    x = var("x", "f32", (4,))
+    p = Program(x)
+    final = p("setitem", x, lit(5.0), key=indexing.encode(1))
+    total = p("exp", final)
+    into_copy = p("setitem", x, lit(-1.0), key=ROW0)
+    assert in_place_writes(p.graph(total, into_copy, final), written={0: final}) == frozenset()
+
+
+def test_a_chain_keeps_only_its_last_in_place_writes():
+    # x[0] = 1; r = x (returned); x[1] = 2: the second write copies, so the first must too
+    x = var("x", "f32", (4,))
+    p = Program(x)
+    first = p("setitem", x, lit(1.0), key=ROW0)
+    final = p("setitem", first, lit(2.0), key=indexing.encode(1))
+    assert in_place_writes(p.graph(first, final), written={0: final}) == frozenset()
+    p = Program(x)
+    first = p("setitem", x, lit(1.0), key=ROW0)
+    read = p("exp", first)                        # the first version read before the second
+    final = p("setitem", first, lit(2.0), key=indexing.encode(1))
+    graph = p.graph(read, final)
+    assert {node.outputs[0] for node in in_place_writes(graph, written={0: final})} == \
+        {first, final}
 
 
 def test_a_buffer_handed_to_a_host_call_is_never_written_in_place():

@@ -224,3 +224,35 @@ def _index_in_the_arena(a, i, x):
 def test_the_undo_restores_the_region_the_write_changed(fn, make_args, calls):
     compiled = _check(fn, make_args, calls)
     assert compiled.cache_info()["paths"] == 2
+
+
+def _write_into_a_copy(a):
+    t = a.copy()          # folded away: both writes then read a
+    t[0] = -1.0
+    a[1] = 5.0
+    return t
+
+
+def _write_into_a_copy_read_between(a):
+    t = a.copy()
+    a[1] = 5.0
+    s = a.sum()
+    t[0] = -1.0
+    return t, s
+
+
+def _return_a_middle_version(a):
+    a[0] = 1.0
+    r = a * 1             # folded to a's first new version
+    a[1] = 2.0
+    return r
+
+
+@pytest.mark.parametrize("fn", [_write_into_a_copy, _write_into_a_copy_read_between,
+                                _return_a_middle_version])
+def test_only_the_writes_that_lead_to_the_arrays_final_value_go_into_it(fn):
+    compiled = _check(fn, lambda call: (np.arange(6.0).reshape(3, 2) + call,))
+    a = np.arange(6.0).reshape(3, 2)
+    result = compiled(a)
+    assert not any(np.shares_memory(r, a) for r in (result if isinstance(result, tuple)
+                                                    else (result,)))
