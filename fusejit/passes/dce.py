@@ -1,17 +1,38 @@
-"""dce: drop nodes none of whose outputs reaches a graph output (backward liveness)."""
+"""dce: drop nodes none of whose outputs reaches a graph output (backward liveness), unless they
+may raise."""
 from __future__ import annotations
 
-from ..ir import Graph, Var
+import numpy as np
+
+from ..ir import Graph, Node, Var
 from .manager import PassResult, register_pass
+
+INDEXING_OPS = ("gather", "setitem", "scatter_add")
+
+
+def may_raise(node: Node) -> bool:
+    """Whether running the node can raise for some values of its inputs, whatever their
+    (traced) shapes: an integer index array out of bounds (``h[idx] = 0`` with nothing reading
+    ``h`` afterwards still raises IndexError in eager NumPy), or an opaque NumPy call
+    (``np.linalg.inv`` of a singular matrix), except a boolean-mask read."""
+    if node.op in INDEXING_OPS:
+        first = 1 if node.op == "gather" else 2
+        return any(isinstance(v, Var) and v.type.dtype.kind in "iu" for v in node.inputs[first:])
+    if node.op == "host":
+        masks_only = node.attr.get("name") == "getitem" and all(
+            v.type.dtype == np.bool_ for v in node.inputs[1:] if isinstance(v, Var))
+        return not masks_only
+    return False
 
 
 def live_nodes(graph: Graph) -> set[int]:
-    """Indices of the nodes whose results the graph's outputs depend on."""
+    """Indices of the nodes whose results the graph's outputs depend on, and of the nodes that
+    may raise (``may_raise``): eager NumPy raises there whether or not the result is used."""
     needed = {v for v in graph.outputs if isinstance(v, Var)}
     live: set[int] = set()
     for index in range(len(graph.nodes) - 1, -1, -1):
         node = graph.nodes[index]
-        if any(out in needed for out in node.outputs):
+        if any(out in needed for out in node.outputs) or may_raise(node):
             live.add(index)
             needed.update(v for v in node.inputs if isinstance(v, Var))
     return live

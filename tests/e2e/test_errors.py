@@ -227,3 +227,17 @@ def test_data_dependent_error_on_replay_matches_numpy(case):
     assert_same(eager_args, compiled_args)                  # writes before the error agree
     assert_same(fn(*[a.copy() for a in good]), compiled(*[a.copy() for a in good]))
     assert compiled.cache_info()["paths"] == 1
+
+
+def test_an_unused_write_with_an_index_out_of_bounds_raises_like_numpy():
+    def clear(x, idx):
+        h = x * 2
+        h[idx] = 0.0          # nothing reads h afterwards
+        return x.sum()
+
+    compiled = fusejit.compile(clear)
+    for idx in ([0, 1], [1, 2]):
+        assert_same(clear(np.arange(4.0), np.array(idx)), compiled(np.arange(4.0), np.array(idx)))
+    for run in (clear, compiled):
+        with pytest.raises(IndexError):
+            run(np.arange(4.0), np.array([1, 9]))

@@ -1,5 +1,7 @@
 """dce: backward liveness from the graph's outputs."""
-from fusejit.ir import print_graph
+import numpy as np
+
+from fusejit.ir import Node, indexing, print_graph
 from fusejit.passes.dce import dce, live_nodes
 from tests.strategies import Program, lit, var
 
@@ -38,3 +40,23 @@ def test_dce_removes_dead_nodes():
     assert print_graph(result.graph) == (
         "def f(x: f32[3]) -> f32[3]:\n  %0: f32[3] = exp x\n  return %0\n")
     assert dce(result.graph).changed is False
+
+
+def test_a_dead_write_with_an_index_array_stays_it_may_raise_index_error():
+    x, idx = var("x", "f32", (4,)), var("idx", "i64", (2,))
+    p = Program(x, idx)
+    h = p("exp", x)
+    p("setitem", h, lit(0.0), idx, key=indexing.encode(np.array([0, 1]), []))  # 1: h[idx] = 0
+    p("setitem", h, lit(0.0), key=indexing.encode(0))                          # 2: dead
+    p("gather", x, idx, key=indexing.encode(np.array([0, 1]), []))            # 3: x[idx]
+    assert live_nodes(p.graph(x)) == {0, 1, 3}
+
+
+def test_a_dead_opaque_call_stays_unless_it_reads_through_a_mask():
+    x = var("x", "f32", (3, 3))
+    p = Program(x)
+    inverse, masked = var("inverse", "f32", (3, 3)), var("masked", "f32", (4,))
+    mask = p("gt", x, lit(0.0))
+    p.nodes.append(Node("host", (x,), (inverse,), (("name", "np.linalg.inv"),)))
+    p.nodes.append(Node("host", (x, mask), (masked,), (("name", "getitem"),)))
+    assert live_nodes(p.graph(x)) == {1}
