@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, Var
+from ..ir import Graph, Lit, Node, Var
 from .manager import PassResult, register_pass
 
 INDEXING_OPS = ("gather", "setitem", "scatter_add")
@@ -13,11 +13,15 @@ INDEXING_OPS = ("gather", "setitem", "scatter_add")
 def may_raise(node: Node) -> bool:
     """Whether running the node can raise for some values of its inputs, whatever their
     (traced) shapes: an integer index array out of bounds (``h[idx] = 0`` with nothing reading
-    ``h`` afterwards still raises IndexError in eager NumPy), or an opaque NumPy call
-    (``np.linalg.inv`` of a singular matrix), except a boolean-mask read."""
+    ``h`` afterwards still raises IndexError in eager NumPy), an integer power (a negative
+    exponent), or an opaque NumPy call (``np.linalg.inv`` of a singular matrix), except a
+    boolean-mask read."""
     if node.op in INDEXING_OPS:
         first = 1 if node.op == "gather" else 2
         return any(isinstance(v, Var) and v.type.dtype.kind in "iu" for v in node.inputs[first:])
+    if node.op == "pow":   # integers to a negative integer power: ValueError
+        return all(isinstance(v, Var) and v.type.dtype.kind in "iu" or
+                   isinstance(v, Lit) and v.dtype.kind in "iu" for v in node.inputs)
     if node.op == "host":
         masks_only = node.attr.get("name") == "getitem" and all(
             v.type.dtype == np.bool_ for v in node.inputs[1:] if isinstance(v, Var))

@@ -82,6 +82,7 @@ class Recorder:
     proxies: weakref.WeakValueDictionary = field(default_factory=weakref.WeakValueDictionary)
     #                                                  Var -> its live proxy (tracer.wrap)
     masked_reads: dict = field(default_factory=dict)  # gathered Var -> masked.MaskedRead
+    shape_seen: set = field(default_factory=set)     # Vars whose shape user code looked at
     masked: list = field(default_factory=list)       # masked.MaskedStore, checked at the end
 
     # -- nodes -------------------------------------------------------------------------------

@@ -46,6 +46,15 @@ def user_frames(skip: int = 1) -> list:
     return frames
 
 
+def called_from_user(skip: int = 2) -> bool:
+    """Whether the nearest caller outside NumPy and SciPy (from ``skip`` frames up) is the
+    user's code, not fusejit's."""
+    frame = sys._getframe(skip)
+    while frame is not None and classify(frame.f_code.co_filename) == "library":
+        frame = frame.f_back
+    return frame is not None and classify(frame.f_code.co_filename) == "user"
+
+
 def current_loc() -> Loc | None:
     frames = user_frames(2)
     if not frames:

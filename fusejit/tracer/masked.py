@@ -79,8 +79,8 @@ def masked_update(rec, tracer, key, value) -> Var | None:
     values = {read.gathered} | _outputs(tree)
     if not _only_read_by(rec.nodes[start + 1:], values, tree):
         return None
-    if plain and any(rec.proxies.get(v) is not None for v in values - {value.ir_var}):
-        return None   # a named read or partial result: its shape may still be looked at
+    if plain and not _unseen(rec, read, tracer, values - {value.ir_var}):
+        return None
     target = tracer.ir_var
     updated = _rebuild(rec, value.ir_var, read, producers, {})
     updated = rec.cast(updated, target.type.dtype)
@@ -92,12 +92,25 @@ def masked_update(rec, tracer, key, value) -> Var | None:
     return result
 
 
+def _unseen(rec, read, tracer, partials) -> bool:
+    """A plain store may drop the read's guard: it reads an array of the target's shape (the
+    ``where`` spreads it over the target, not the selected values), Python never looked at the
+    count (``len(t)``, ``t.size``, in a helper or an earlier statement), and the read and the
+    partial results are dead (a named one could still be looked at)."""
+    if read.base.type.shape != tracer.ir_var.type.shape:
+        return False
+    if rec.shape_seen & ({read.gathered} | partials):
+        return False
+    return all(rec.proxies.get(v) is None for v in partials)
+
+
 def check_masked_stores(rec) -> None:
     """At the end of the trace: a plain masked store whose values were read afterwards (by a
     node, or through a proxy still alive: returned, kept in a list) keeps its guards."""
     for store in rec.masked:
         alive = any(rec.proxies.get(v) is not None for v in store.values)
-        if alive or not _only_read_by(rec.nodes, store.values, store.tree):
+        seen = rec.shape_seen & store.values
+        if alive or seen or not _only_read_by(rec.nodes, store.values, store.tree):
             rec.guards.extend(store.guards)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from .context import surface, unwrap
 from .loc import current_loc
+from .tracer import Tracer, note_shape_seen
 
 FUNCTIONS: dict = {}
 
@@ -39,6 +40,9 @@ STATIC_FUNCTIONS = frozenset({np.shape, np.ndim, np.size, np.iscomplexobj, np.is
 
 def handle_function(func, args, kwargs):
     if func in STATIC_FUNCTIONS:
+        for arg in args[:1]:
+            if isinstance(arg, Tracer):
+                note_shape_seen(arg, skip=4)   # np.shape(t), np.size(t) in the user's code
         return func(*unwrap(args), **unwrap(kwargs))
     record = FUNCTIONS.get(func)
     if record is None:

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import EagerFallback
 from . import guards
 from .context import active
+from .loc import called_from_user
 
 
 @dataclass
@@ -157,9 +158,17 @@ class Tracer:
         return guards.to_list(self)
 
     # -- static attributes --------------------------------------------------------------------
-    shape = property(lambda self: np.shape(self.value))
+    @property
+    def shape(self):
+        note_shape_seen(self)
+        return np.shape(self.value)
+
+    @property
+    def size(self):
+        note_shape_seen(self)
+        return int(np.size(self.value))
+
     ndim = property(lambda self: np.ndim(self.value))
-    size = property(lambda self: int(np.size(self.value)))
     dtype = property(lambda self: getattr(self.value, "dtype", np.dtype(np.float64)))
     itemsize = property(lambda self: self.dtype.itemsize)
     nbytes = property(lambda self: self.size * self.itemsize)
@@ -167,9 +176,11 @@ class Tracer:
     mT = property(lambda self: np.swapaxes(self, -1, -2))
 
     def __len__(self):
+        note_shape_seen(self)
         return len(self.value)
 
     def __iter__(self):
+        note_shape_seen(self)
         for i in range(len(self.value)):
             yield self[i]
 
@@ -205,6 +216,15 @@ class CapturedTracer(Tracer):
         """The array, registered as a capture (``return self.w`` returns it, as eager)."""
         self.ir_var  # noqa: B018 -- registers it
         return self.value
+
+
+def note_shape_seen(tracer, skip: int = 3) -> None:
+    """The user's code looked at a traced value's shape (``len(t)``, ``t.size``): a masked read
+    whose count it saw keeps its shape guard (``masked.py``)."""
+    recorder, var = tracer.__dict__.get("recorder"), tracer.__dict__.get("_var")
+    if recorder is not None and var is not None and active() is recorder and \
+            called_from_user(skip):
+        recorder.shape_seen.add(var)
 
 
 def remember_text(recorder, text: str) -> None:

@@ -200,7 +200,30 @@ def _read_again(x):
     return x, x[m].sum()
 
 
-@pytest.mark.parametrize("fn", [_named_read, _named_value, _read_again])
+def _scaled_by_count(a):
+    return a * a.shape[0]
+
+
+def _count_in_a_helper(x):
+    x[x < 0] = _scaled_by_count(x[x < 0])
+    return x
+
+
+def _count_in_an_earlier_statement(x):
+    m = x < 0
+    selected = [x[m]]
+    scale = 2.0 if selected[0].size > 1 else 10.0
+    x[m] = selected.pop() * scale
+    return x
+
+
+def _branch_on_empty(x):
+    x[x < 0] = (lambda a: a if len(a) == 0 else a * 2)(x[x < 0])
+    return x
+
+
+@pytest.mark.parametrize("fn", [_named_read, _named_value, _read_again, _count_in_a_helper,
+                                _count_in_an_earlier_statement, _branch_on_empty])
 def test_a_masked_store_whose_values_python_may_still_see_keeps_its_guard(fn):
     compiled = fusejit.compile(fn)
     for x in _masked_inputs():
@@ -208,6 +231,26 @@ def test_a_masked_store_whose_values_python_may_still_see_keeps_its_guard(fn):
         assert_same(fn(eager), compiled(mine))
         assert_same(eager, mine)
     assert compiled.cache_info()["traces"] > 1
+
+
+def test_a_masked_store_of_another_arrays_selection_keeps_numpys_broadcasting():
+    def rows_from(x, y):      # y[m] has shape (k,), broadcast into each selected row of x
+        m = y > 0
+        x[m] = y[m] * 2
+        return x
+
+    compiled = fusejit.compile(rows_from)
+    for y in ([1.0, 2.0, 3.0], [1.0, -1.0, -1.0], [1.0, 2.0, -1.0], [-1.0, -2.0, -3.0]):
+        outcomes = []
+        for run in (rows_from, compiled):
+            try:
+                outcomes.append(run(np.zeros((3, 3)), np.array(y)))
+            except ValueError as exc:     # k = 2 rows of 3 from 2 values: NumPy's error
+                outcomes.append(type(exc))
+        if isinstance(outcomes[0], type):
+            assert outcomes[1] is outcomes[0]
+        else:
+            assert_same(*outcomes)
 
 
 def test_a_body_that_raises_for_some_inputs_raises_like_numpy_and_keeps_working():

@@ -241,3 +241,15 @@ def test_an_unused_write_with_an_index_out_of_bounds_raises_like_numpy():
     for run in (clear, compiled):
         with pytest.raises(IndexError):
             run(np.arange(4.0), np.array([1, 9]))
+
+
+def test_an_unused_integer_power_with_a_negative_exponent_raises_like_numpy():
+    def unused_power(x, n):
+        _unused = x ** n      # noqa: F841 -- nothing reads it
+        return x.sum()
+
+    compiled = fusejit.compile(unused_power)
+    assert_same(unused_power(np.arange(3), np.array(2)), compiled(np.arange(3), np.array(2)))
+    for run in (unused_power, compiled):
+        with pytest.raises(ValueError, match="negative integer powers"):
+            run(np.arange(3), np.array(-1))
