@@ -14,7 +14,7 @@ from .registry import (
     permutation_of,
     unsupported,
 )
-from .tracer import Tracer, ViewLink, wrap
+from .tracer import Tracer, ViewLink, note_shape_seen, wrap
 
 __all__ = ["handle_function"]
 
@@ -254,6 +254,8 @@ def _clip_into(rec, out, a, a_min, a_max):
 def _like(value_of):
     def record(rec, concrete, a, *args, **kwargs):
         dtype, shape = concrete.dtype, concrete.shape
+        if isinstance(a, Tracer):
+            note_shape_seen(a, always=True)   # the result has a's shape but does not read it
         fill = value_of(args, kwargs)
         if isinstance(fill, Tracer):
             return wrap(rec, concrete, rec.broadcast(rec.operand(fill, dtype), shape))

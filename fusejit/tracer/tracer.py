@@ -171,7 +171,12 @@ class Tracer:
     ndim = property(lambda self: np.ndim(self.value))
     dtype = property(lambda self: getattr(self.value, "dtype", np.dtype(np.float64)))
     itemsize = property(lambda self: self.dtype.itemsize)
-    nbytes = property(lambda self: self.size * self.itemsize)
+
+    @property
+    def nbytes(self):
+        note_shape_seen(self)
+        return int(np.size(self.value)) * self.itemsize
+
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
 
@@ -218,12 +223,13 @@ class CapturedTracer(Tracer):
         return self.value
 
 
-def note_shape_seen(tracer, skip: int = 3) -> None:
-    """The user's code looked at a traced value's shape (``len(t)``, ``t.size``): a masked read
-    whose count it saw keeps its shape guard (``masked.py``)."""
+def note_shape_seen(tracer, skip: int = 3, always: bool = False) -> None:
+    """The user's code looked at a traced value's shape (``len(t)``, ``t.size``), or a result
+    took its shape without reading it (``np.zeros_like(t)``, ``always``): a masked read whose
+    count was seen keeps its shape guard (``masked.py``)."""
     recorder, var = tracer.__dict__.get("recorder"), tracer.__dict__.get("_var")
     if recorder is not None and var is not None and active() is recorder and \
-            called_from_user(skip):
+            (always or called_from_user(skip)):
         recorder.shape_seen.add(var)
 
 

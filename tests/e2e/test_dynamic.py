@@ -222,8 +222,20 @@ def _branch_on_empty(x):
     return x
 
 
+def _zeros_like_the_selection(x):
+    made = []
+    x[x < 0] = (lambda a: (made.append(np.zeros_like(a)), -a)[1])(x[x < 0])
+    return x, made[0]
+
+
+def _bytes_of_the_selection(x):
+    x[x < 0] = (lambda a: a * a.nbytes)(x[x < 0])
+    return x
+
+
 @pytest.mark.parametrize("fn", [_named_read, _named_value, _read_again, _count_in_a_helper,
-                                _count_in_an_earlier_statement, _branch_on_empty])
+                                _count_in_an_earlier_statement, _branch_on_empty,
+                                _zeros_like_the_selection, _bytes_of_the_selection])
 def test_a_masked_store_whose_values_python_may_still_see_keeps_its_guard(fn):
     compiled = fusejit.compile(fn)
     for x in _masked_inputs():
