@@ -71,6 +71,13 @@ class Tracer:
     def weak(self) -> bool:
         return type(self.value) is float
 
+    # -- copies: a traced copy, as NumPy's ndarray.__copy__ makes a new array -----------------
+    def __copy__(self):
+        return np.copy(self) if isinstance(self.__dict__.get("value"), np.ndarray) else self
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
     # -- text: a side effect of tracing, as print is ------------------------------------------
     def __repr__(self):
         return self._text(repr)
@@ -86,6 +93,7 @@ class Tracer:
         guard; a returned one runs the signature eagerly (``outputs.returned_text``)."""
         if "value" not in self.__dict__:
             return f"Tracer({self._var.type})"
+        note_shape_seen(self, skip=4)   # the text shows how many values there are
         text = convert(self.value)
         remember_text(self.__dict__.get("recorder"), text)
         return text

@@ -1,4 +1,6 @@
 """Dynamic Python never gives a wrong answer: guards, trace trees, host ops, fallbacks."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -233,9 +235,20 @@ def _bytes_of_the_selection(x):
     return x
 
 
+def _text_of_the_selection(x):
+    x[x < 0] = (lambda a: a + len(str(a)))(x[x < 0])
+    return x
+
+
+def _deep_copy_of_the_selection(x):
+    x[x < 0] = (lambda a: a + len(copy.deepcopy(a)))(x[x < 0])
+    return x
+
+
 @pytest.mark.parametrize("fn", [_named_read, _named_value, _read_again, _count_in_a_helper,
                                 _count_in_an_earlier_statement, _branch_on_empty,
-                                _zeros_like_the_selection, _bytes_of_the_selection])
+                                _zeros_like_the_selection, _bytes_of_the_selection,
+                                _text_of_the_selection, _deep_copy_of_the_selection])
 def test_a_masked_store_whose_values_python_may_still_see_keeps_its_guard(fn):
     compiled = fusejit.compile(fn)
     for x in _masked_inputs():

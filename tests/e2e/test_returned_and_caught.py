@@ -1,5 +1,6 @@
 """Results a replay cannot rebuild, branches it cannot see, and orders it must keep: objects
 the body makes and returns, exceptions the body catches, dict iteration order."""
+import copy
 import dataclasses
 import types
 
@@ -125,3 +126,17 @@ def test_an_eager_fallback_while_recording_runs_the_body_as_numpy(source):
         want_x, got_x = np.array(values), np.array(values)
         assert_same(fn(want_x), compiled(got_x))
         assert_same(want_x, got_x)
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_a_copy_module_copy_of_a_traced_array_is_a_new_array(copier):
+    def write_the_copy(x):
+        y = copier(x)
+        y[0] = 5.0
+        return x.sum(), y
+
+    compiled = fusejit.compile(write_the_copy)
+    for _ in range(3):
+        want_x, got_x = np.ones(3), np.ones(3)
+        assert_same(write_the_copy(want_x), compiled(got_x))
+        assert_same(want_x, got_x)          # the caller's array is not written, on any call
