@@ -38,3 +38,17 @@ def assert_leaf_same(want, got, tolerance=None) -> None:
     rtol, atol = (tolerance or MODEL_TOLERANCE).get(want_arr.dtype, (1e-6, 1e-7))
     np.testing.assert_array_equal(np.isnan(got_arr), np.isnan(want_arr))
     np.testing.assert_allclose(got_arr, want_arr, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def check_calls(fn, make_args, calls=3):
+    """``fn`` eager and compiled on equal fresh arguments (``make_args(call)``), call after
+    call: the same results and the same arguments afterwards (in-place updates). Returns the
+    compiled function."""
+    import fusejit
+    compiled = fusejit.compile(fn)
+    for call in range(calls):
+        want_args, got_args = make_args(call), make_args(call)
+        assert_same(fn(*want_args), compiled(*got_args))
+        for want, got in zip(want_args, got_args, strict=True):
+            assert_same(want, got)
+    return compiled

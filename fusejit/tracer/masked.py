@@ -114,17 +114,24 @@ def check_masked_stores(rec) -> None:
             rec.guards.extend(store.guards)
 
 
+def _store_site() -> tuple[list, int | None]:
+    """The user's frame's instructions and the index of its current one, a ``STORE_SUBSCR``
+    (else None)."""
+    frames = user_frames(2)
+    if not frames:
+        return [], None
+    frame = frames[0]
+    code = list(dis.get_instructions(frame.f_code))
+    at = next((i for i, ins in enumerate(code) if ins.offset == frame.f_lasti), None)
+    return code, at if at is not None and code[at].opname == "STORE_SUBSCR" else None
+
+
 def _stores_a_new_value() -> bool:
     """The user's frame is at a ``STORE_SUBSCR`` whose value an operator or a call computed in
     the statement (``x[m] = -x[m]``), not a name or a copy of one (``x[m] = t``,
     ``y = x[m] = ...``)."""
-    frames = user_frames(2)
-    if not frames:
-        return False
-    frame = frames[0]
-    code = list(dis.get_instructions(frame.f_code))
-    at = next((i for i, ins in enumerate(code) if ins.offset == frame.f_lasti), None)
-    if at is None or code[at].opname != "STORE_SUBSCR":
+    code, at = _store_site()
+    if at is None:
         return False
     depth, index = 0, at - 1
     while index >= 0 and depth < 2:    # back over the target and the key
@@ -180,13 +187,8 @@ def _same_value(a, b, producers) -> bool:
 
 def _in_augmented_store() -> bool:
     """The user's frame is storing the result of an in-place operator (``x[m] *= v``)."""
-    frames = user_frames(2)
-    if not frames:
-        return False
-    frame = frames[0]
-    code = list(dis.get_instructions(frame.f_code))
-    at = next((i for i, ins in enumerate(code) if ins.offset == frame.f_lasti), None)
-    if at is None or at < 3 or code[at].opname != "STORE_SUBSCR":
+    code, at = _store_site()
+    if at is None or at < 3:
         return False
     op, *swaps = code[at - 3:at]
     if code[at - 1].opname == "ROT_THREE":      # Python 3.10: INPLACE_MULTIPLY, ROT_THREE

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fusejit
-from tests.oracle import assert_same
+from tests.oracle import assert_same, check_calls
 
 TABLE = np.zeros((6, 3), np.float32)
 
@@ -51,17 +51,6 @@ def _writes(compiled, *args):
     return path.program.deferred, [step.node.op for step in path.program.steps]
 
 
-def _check(fn, make_args, calls=3):
-    """Eager and compiled on equal copies of the arguments, call after call."""
-    compiled = fusejit.compile(fn)
-    for call in range(calls):
-        want_args, got_args = make_args(call), make_args(call)
-        assert_same(fn(*want_args), compiled(*got_args))
-        for want, got in zip(want_args, got_args, strict=True):
-            assert_same(want, got)
-    return compiled
-
-
 def _row_args(call):
     rng = np.random.default_rng(call)
     return (rng.standard_normal((8, 4)).astype(np.float32), np.array([1, 6, 1, 3]),
@@ -70,7 +59,7 @@ def _row_args(call):
 
 @pytest.mark.parametrize("fn", [_rows, _accumulate], ids=["setitem", "add_at"])
 def test_row_updates_are_written_into_the_argument_without_a_copy(fn):
-    compiled = _check(fn, _row_args)
+    compiled = check_calls(fn, _row_args)
     deferred, ops = _writes(compiled, *_row_args(0))
     assert [write.op for writes in deferred.values() for write in writes] == \
         [{"_rows": "setitem", "_accumulate": "scatter_add"}[fn.__name__]]
@@ -79,11 +68,11 @@ def test_row_updates_are_written_into_the_argument_without_a_copy(fn):
 
 
 def test_a_value_read_from_the_array_it_is_written_into_is_read_first():
-    _check(_shift, lambda call: (np.arange(5.0) + call,))
+    check_calls(_shift, lambda call: (np.arange(5.0) + call,))
 
 
 def test_a_value_read_from_another_written_argument_is_read_before_it_is_written():
-    _check(_copy_row_then_clear, lambda call: (np.full((2, 3), call + 1.0), np.zeros((2, 3))))
+    check_calls(_copy_row_then_clear, lambda call: (np.full((2, 3), call + 1.0), np.zeros((2, 3))))
 
 
 def test_updates_of_a_captured_global_are_written_into_it():
@@ -99,14 +88,15 @@ def test_updates_of_a_captured_global_are_written_into_it():
 
 
 def test_a_read_of_the_updated_array_keeps_the_functional_update():
-    compiled = _check(_read_after_write, _row_args)
+    compiled = check_calls(_read_after_write, _row_args)
     deferred, ops = _writes(compiled, *_row_args(0))
     assert not deferred and "setitem" in ops
 
 
 def test_a_failing_guard_after_the_write_updates_the_argument_once():
-    compiled = _check(_branch_after_write, lambda call: (np.zeros((2, 3)),
-                                                         np.full(3, (-1.0) ** call)), calls=4)
+    compiled = check_calls(_branch_after_write, lambda call: (np.zeros((2, 3)),
+                                                              np.full(3, (-1.0) ** call)),
+                           calls=4)
     assert compiled.cache_info()["paths"] == 2
 
 
@@ -180,5 +170,5 @@ def test_a_guard_on_the_written_array_itself_reads_its_new_value():
             return y * 2
         return y - 1
 
-    _check(branch_on_written, lambda call: (np.zeros(1), np.float64([1.0, 0.0, 2.0, 0.0][call])),
-           calls=4)
+    check_calls(branch_on_written,
+                lambda call: (np.zeros(1), np.float64([1.0, 0.0, 2.0, 0.0][call])), calls=4)

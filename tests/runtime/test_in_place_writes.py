@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fusejit
-from tests.oracle import assert_same
+from tests.oracle import assert_same, check_calls
 
 CACHE = np.zeros((2, 16, 4), np.float32)
 
@@ -47,17 +47,6 @@ def _written_in_place(compiled, *args) -> list[str]:
     return sorted(node.op for node in _program(compiled, *args).writes)
 
 
-def _check(fn, make_args, calls=3):
-    """Eager and compiled on equal copies of the arguments, call after call."""
-    compiled = fusejit.compile(fn)
-    for call in range(calls):
-        want_args, got_args = make_args(call), make_args(call)
-        assert_same(fn(*want_args), compiled(*got_args))
-        for want, got in zip(want_args, got_args, strict=True):
-            assert_same(want, got)
-    return compiled
-
-
 def _kv_args(call):
     rng = np.random.default_rng(call)
     cache = rng.standard_normal((2, 16, 4)).astype(np.float32)
@@ -76,14 +65,14 @@ def _row_args(call):
     (_add_at_then_read, _row_args, "scatter_add"),
 ], ids=["kv_cache", "rows_then_read", "add_at_then_read"])
 def test_an_argument_updated_then_read_is_written_into_in_place(fn, make_args, op):
-    compiled = _check(fn, make_args)
+    compiled = check_calls(fn, make_args)
     program = _program(compiled, *make_args(0))
     assert [node.op for node in program.writes] == [op] and program.caller_writes
     assert compiled.cache_info()["eager_calls"] == 0
 
 
 def test_a_write_into_a_kernels_output_that_dies_there_is_in_place():
-    compiled = _check(_masked_row, lambda call: (np.full((6, 5), call + 1.0, np.float32),))
+    compiled = check_calls(_masked_row, lambda call: (np.full((6, 5), call + 1.0, np.float32),))
     program = _program(compiled, np.ones((6, 5), np.float32))
     assert _written_in_place(compiled, np.ones((6, 5), np.float32)) == ["setitem"]
     assert not program.caller_writes   # nothing of the caller's is written
@@ -126,7 +115,7 @@ def _write_then_branch(x, g):
 
 def test_a_failing_guard_after_an_in_place_write_updates_the_argument_once():
     signs = [1.0, -1.0, 1.0, -1.0, -1.0]
-    compiled = _check(_write_then_branch, lambda call: (
+    compiled = check_calls(_write_then_branch, lambda call: (
         np.full((4, 3), signs[call]), np.full((2, 3), 0.5 * signs[call])), calls=len(signs))
     assert compiled.cache_info()["paths"] == 2
     assert _written_in_place(compiled, np.ones((4, 3)), np.ones((2, 3))) == ["setitem"]
@@ -167,7 +156,7 @@ def test_a_view_of_the_old_contents_still_read_keeps_the_copy():
         x[0] = 5.0
         return head.sum() + row.sum() + x.sum()
 
-    compiled = _check(view_then_write, lambda call: (np.arange(6.0).reshape(3, 2) + call,))
+    compiled = check_calls(view_then_write, lambda call: (np.arange(6.0).reshape(3, 2) + call,))
     assert compiled.cache_info()["eager_calls"] == 0
 
 
@@ -178,7 +167,7 @@ def test_a_write_into_an_array_an_opaque_call_returned_a_view_of_runs_eagerly():
         h[0] = 7.0
         return kept + h
 
-    compiled = _check(opaque_then_write, lambda call: (np.arange(4.0) + call,))
+    compiled = check_calls(opaque_then_write, lambda call: (np.arange(4.0) + call,))
     assert compiled.cache_info()["eager_signatures"] == 1
     assert "after np.flip returned a view of it" in str(compiled.explain(np.arange(4.0)))
 
@@ -192,8 +181,8 @@ def test_two_in_place_writes_into_one_argument_are_both_undone():
             return x.mean()
         return -x.mean()
 
-    _check(two_writes, lambda call: (np.full((3, 2), float(call)), np.full(2, (-2.0) ** call)),
-           calls=5)
+    check_calls(two_writes,
+                lambda call: (np.full((3, 2), float(call)), np.full(2, (-2.0) ** call)), calls=5)
 
 
 def _self_indexed(a, x):
@@ -222,7 +211,7 @@ def _index_in_the_arena(a, i, x):
                                         np.full(3, 100.0 * [1, -1, 1, -1][call])), 4),
 ], ids=["index_viewing_the_target", "index_in_the_arena"])
 def test_the_undo_restores_the_region_the_write_changed(fn, make_args, calls):
-    compiled = _check(fn, make_args, calls)
+    compiled = check_calls(fn, make_args, calls)
     assert compiled.cache_info()["paths"] == 2
 
 
@@ -251,7 +240,7 @@ def _return_a_middle_version(a):
 @pytest.mark.parametrize("fn", [_write_into_a_copy, _write_into_a_copy_read_between,
                                 _return_a_middle_version])
 def test_only_the_writes_that_lead_to_the_arrays_final_value_go_into_it(fn):
-    compiled = _check(fn, lambda call: (np.arange(6.0).reshape(3, 2) + call,))
+    compiled = check_calls(fn, lambda call: (np.arange(6.0).reshape(3, 2) + call,))
     a = np.arange(6.0).reshape(3, 2)
     result = compiled(a)
     assert not any(np.shares_memory(r, a) for r in (result if isinstance(result, tuple)
