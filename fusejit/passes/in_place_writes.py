@@ -17,7 +17,7 @@ fails (``runtime/undo.py``).
 from __future__ import annotations
 
 from ..ir import Graph, Node, Var
-from .rewrite import is_view
+from .rewrite import view_parents
 
 WRITE_OPS = ("setitem", "scatter_add")
 # ops whose outputs are new arrays nothing else refers to
@@ -28,8 +28,7 @@ def in_place_writes(graph: Graph, written=None) -> frozenset[Node]:
     """The write nodes that may write into their target's buffer. ``written``: position among
     the graph's inputs of each caller's array the body updates in place -> the Var the runtime
     writes back into it (its final version)."""
-    parents = {out: node.inputs[0] for node in graph.nodes
-               if is_view(node) and isinstance(node.inputs[0], Var) for out in node.outputs}
+    parents = view_parents(graph)
     last = _last_reads(graph)
     opaque = {v for node in graph.nodes if node.op == "host" for v in node.inputs}
     chains = _chains(graph, written or {})

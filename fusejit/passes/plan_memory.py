@@ -13,16 +13,7 @@ import numpy as np
 from ..ir import Graph, Node, Var, ops
 from .in_place_writes import in_place_writes
 from .manager import PassResult, register_pass
-from .rewrite import is_view
-
-
-def view_parents(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
-    """Each view's output -> the Var it is a view of. ``writes``: the ``setitem`` and
-    ``scatter_add`` nodes that write into their target's buffer (``in_place_writes``), whose
-    results alias it like views."""
-    return {out: node.inputs[0] for node in graph.nodes
-            if (is_view(node) or node in writes) and node.inputs
-            and isinstance(node.inputs[0], Var) for out in node.outputs}
+from .rewrite import is_view, view_parents
 
 
 def last_uses(graph: Graph, writes=frozenset()) -> dict[Var, int]:

@@ -25,6 +25,15 @@ def is_view(node: Node) -> bool:
     return node.op in ops.REGISTRY and ops.get(node.op).kind == ops.VIEW
 
 
+def view_parents(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
+    """Each view's output -> the Var it is a view of. ``writes``: the ``setitem`` and
+    ``scatter_add`` nodes that write into their target's buffer (``in_place_writes``), whose
+    results alias it like views."""
+    return {out: node.inputs[0] for node in graph.nodes
+            if (is_view(node) or node in writes) and node.inputs
+            and isinstance(node.inputs[0], Var) for out in node.outputs}
+
+
 def exposed_vars(graph: Graph) -> set[Var]:
     """Vars whose memory a caller can see: graph outputs and whatever they are views of."""
     exposed = {v for v in graph.outputs if isinstance(v, Var)}

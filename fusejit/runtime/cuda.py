@@ -70,7 +70,7 @@ class Step:
 
 
 class CudaProgram:
-    caller_writes = frozenset()   # every write goes into a copy (``Program`` may write in place)
+    writes = caller_writes = frozenset()   # every write goes into a copy (``Program``'s may not)
 
     def __init__(self, graph: Graph, steps: list[Step], kernels: list, checks: dict,
                  arena_offsets: dict, arena_bytes: int, roots: dict):

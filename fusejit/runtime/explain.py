@@ -168,10 +168,9 @@ def _explain_path(compiled, entry, cache) -> Explanation:
                          notes=tuple(entry.trace.notes), cache=cache)
     program = entry.program
     runs = set(getattr(program, "graph", graph).nodes)
-    into_caller = getattr(program, "caller_writes", frozenset())
     for node in graph.nodes:
-        _classify(node, result, deferred=node not in runs or node in into_caller,
-                  in_place=node in getattr(program, "writes", ()))
+        _classify(node, result, deferred=node not in runs or node in program.caller_writes,
+                  in_place=node in program.writes)
     result.refusals = list(entry.pipeline.stats.get("fuse", {}).get("refusals", []))
     memory = entry.pipeline.stats.get("plan_memory", {})
     result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
