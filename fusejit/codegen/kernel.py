@@ -156,18 +156,20 @@ def _reduce_plan(body: Graph, reduces: tuple[Node, ...]) -> KernelPlan:
 
 
 def _assign_regions(plan: KernelPlan, body: Graph) -> None:
-    """Outer: reductions and values computed from them at the output shape; inner: values per
-    element of the space (including those read back from outer ones). Depth: how many chained
-    reductions a value depends on."""
+    """Outer: reductions and values computed from them (and inputs) at the output shape;
+    inner: values per element of the space, including those read back from outer ones and
+    any value that reads an inner one (even when a reduced dim of size 1 makes the shapes
+    equal). Depth: how many chained reductions a value depends on."""
     outer_shape = plan.out_shape
     for var in body.inputs:
         plan.depth[var] = 0
     for node in body.nodes:
         below = max((plan.depth[v] for v in node.inputs if isinstance(v, Var)), default=0)
         reads_outer = any(plan.region_of.get(v) == "outer" for v in node.inputs)
+        reads_inner = any(plan.region_of.get(v) == "inner" for v in node.inputs)
         if node in plan.reduces:
             region, below = "outer", below + 1
-        elif reads_outer and node.out.type.shape == outer_shape:
+        elif reads_outer and not reads_inner and node.out.type.shape == outer_shape:
             region = "outer"
         else:
             region = "inner"

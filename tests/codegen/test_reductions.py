@@ -75,6 +75,18 @@ def test_prologue_epilogue_and_extra_output():
     check_kernel(node, x, np.ones(6, np.float32), rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(1,), (3, 1)])
+def test_epilogue_reading_a_prologue_value_over_a_reduced_dim_of_size_one(shape):
+    # The reduced dim has size 1, so max(x, y) (per element) and sum(x) (per row) share a
+    # shape; max(x, y) / sum(x) reads both and must be computed per element, after the sum.
+    def body(emit, x, y):
+        s = emit("sum", x, axes=(len(shape) - 1,), keepdims=True)
+        return [emit("div", emit("max", x, y), s), s]
+
+    node = fused_node([(shape, np.float64)] * 2, body, kind="reduce")
+    check_kernel(node, np.full(shape, 0.5), np.full(shape, 2.0))
+
+
 def test_zero_d_input_and_full_reduction_to_scalar():
     node = fused_node([((), np.float64)], lambda emit, x: [
         emit("sum", x, axes=(), keepdims=False)], kind="reduce")
