@@ -42,8 +42,26 @@ def _record_getitem(rec, concrete, tracer, key):
                 and np.may_share_memory(concrete, tracer.value)):
             link = ViewLink(tracer, derive, index_key, tracer.ir_var)
         return wrap(rec, concrete, derive(rec, base), link)
-    var = rec.emit("gather", [base, *operands], {"key": index_key})
-    return wrap(rec, concrete, var)
+    derive = lambda rec, v: rec.emit("gather", [v, *operands], {"key": index_key})
+    return wrap(rec, concrete, derive(rec, base), _integer_view(rec, concrete, tracer, derive))
+
+
+def _integer_view(rec, concrete, tracer, derive) -> ViewLink | None:
+    """NumPy indexes with a 0-d integer array as with an int (``x[t]`` is a view of ``x``): the
+    gather is derived again when ``x`` is written, as a view would show the write (a write
+    through it runs eagerly). A view of an array that is not a proxy runs eagerly if that
+    array is written (``tracer.check_opaque_views``)."""
+    if not (isinstance(concrete, np.ndarray) and isinstance(surface_value(tracer), np.ndarray)
+            and np.may_share_memory(concrete, surface_value(tracer))):
+        return None
+    if isinstance(tracer, Tracer):
+        return ViewLink(tracer, derive, None, tracer.ir_var)
+    rec.opaque_views.append((concrete, "indexing with a traced integer"))
+    return None
+
+
+def surface_value(item):
+    return item.value if isinstance(item, Tracer) else item
 
 
 def _assign(target, key, value):

@@ -270,7 +270,8 @@ def mark_written(tracer: Tracer, new_var) -> None:
         tracer._var = new_var
         return
     if link.key is None:
-        raise EagerFallback("in-place write into a view made by reshape/transpose/broadcast")
+        raise EagerFallback("in-place write into a view made by reshape/transpose/broadcast "
+                            "or by indexing with a traced integer")
     recorder = tracer.recorder
     base_var = link.base.ir_var
     updated = recorder.emit("setitem", [base_var, new_var], {"key": link.key})

@@ -172,6 +172,28 @@ def test_a_write_into_an_array_an_opaque_call_returned_a_view_of_runs_eagerly():
     assert "after np.flip returned a view of it" in str(compiled.explain(np.arange(4.0)))
 
 
+def _row_then_update(a, t):
+    row = a[t % 2]          # a 0-d integer array indexes as an int does: a view of a
+    col = a[:, t % 2]
+    a += 2.0
+    a[::2] *= 3.0
+    return -row, col * 1.0
+
+
+def _write_through_row(a, t):
+    row = a[t % 2]
+    row += 1.0              # through the view into a: runs eagerly
+    return row * 2.0
+
+
+@pytest.mark.parametrize("fn", [_row_then_update, _write_through_row])
+def test_views_by_a_traced_integer_see_later_writes(fn):
+    compiled = check_calls(fn, lambda call: (np.arange(6.0).reshape(2, 3) + call,
+                                             np.array(call, np.int32)), calls=4)
+    eager = compiled.cache_info()["eager_signatures"]
+    assert eager == (fn is _write_through_row)
+
+
 def test_two_in_place_writes_into_one_argument_are_both_undone():
     def two_writes(x, y):
         x[0] = y
