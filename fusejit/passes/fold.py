@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir import Lit, Node, TensorType, Var, ops
 from .manager import PassResult, register_pass
-from .rewrite import rewrite, same_type
+from .rewrite import is_view, rewrite, same_type
 
 
 def fold_literal(node: Node, ctx):
@@ -201,6 +201,32 @@ def setitem_repeated(node: Node, ctx):
     return inner.out
 
 
+def whole_setitem(node: Node, ctx):
+    """``m[:] = 0.9 * m + g`` replaces every element with a value computed in the body: the
+    result is that value (the write-back into ``m``, or the kernel storing into ``m``,
+    ``in_place_updates``, makes it the caller's array). Not for a value that is an input, a
+    view or an opaque NumPy result: those may share memory with what the write changes."""
+    target, value = node.inputs[0], node.inputs[1]
+    source = ctx.producer(value)
+    if len(node.inputs) != 2 or source is None or is_view(source) or \
+            source.op in ("host", "setitem", "scatter_add") or not same_type(target, value):
+        return None
+    return value if _covers(node.attr["key"], target.type.shape) else None
+
+
+def _covers(key: tuple, shape: tuple) -> bool:
+    """Whether the basic index ``key`` selects every element of an array of ``shape``."""
+    tags = [item[0] for item in key]
+    dims = len(key) - tags.count("ellipsis")
+    if tags.count("ellipsis") > 1 or set(tags) - {"slice", "ellipsis"} or dims > len(shape):
+        return False
+    split = tags.index("ellipsis") if "ellipsis" in tags else len(key)
+    leading, trailing = key[:split], key[split + 1:]
+    sizes = list(shape[:len(leading)]) + list(shape[len(shape) - len(trailing):])
+    return all(item[1] in (None, 0) and item[3] in (None, 1) and (item[2] is None or
+               item[2] >= size) for item, size in zip(leading + trailing, sizes, strict=True))
+
+
 RULES = (
     ("literal", "*", fold_literal),                          # f(c1, …, cn) → c  (0-d results)
     ("mul_one", "mul", forward_if(1, is_one)),               # x * 1 → x
@@ -221,6 +247,7 @@ RULES = (
     ("squeeze_reshape", "squeeze", reshape_of_reshape),      # squeeze(reshape(x, s)) → reshape
     ("expand_dims_reshape", "expand_dims", reshape_of_reshape),  # expand_dims(reshape) → reshape
     ("setitem_setitem", "setitem", setitem_repeated),        # set(set(x, v, k), v, k) → inner
+    ("whole_setitem", "setitem", whole_setitem),             # set(x, v, [:]) → v  (v computed)
 )
 
 

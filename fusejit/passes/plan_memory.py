@@ -90,14 +90,14 @@ def in_place_outputs(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
     concatenate (never an argument), read last by this kernel and only as that one operand,
     with the output's shape and dtype, covering the kernel's whole space. The kernel reads
     each element into a local before it stores the results at that element, and never reads
-    it again afterwards (``_overwritable``), so it may store over it (``numba_cpu``)."""
+    it again afterwards (``overwritable``), so it may store over it (``numba_cpu``)."""
     fresh = {v for node in graph.nodes if node.op in FRESH_OPS for v in node.outputs}
     exposed = caller_reachable(graph, writes)
     last = last_uses(graph, writes)
-    roots = _roots(graph, writes)
+    roots = view_roots(graph, writes)
     donors: dict[Var, Var] = {}
     for index, node in enumerate(graph.nodes):
-        space, allowed = _overwritable(node.attr["body"]) if node.op == "fused" else (None, ())
+        space, allowed = overwritable(node.attr["body"]) if node.op == "fused" else (None, ())
         taken = set()
         for k, out in enumerate(node.outputs):
             if out in exposed or k not in allowed:
@@ -106,7 +106,7 @@ def in_place_outputs(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
                           and v not in taken
                           and v not in exposed and last[v] == index
                           and v.type.shape == out.type.shape == space and out.type.ndim
-                          and v.type.dtype == out.type.dtype and _read_once(node, v, roots)),
+                          and v.type.dtype == out.type.dtype and read_once(node, v, roots)),
                          None)
             if donor is not None:
                 donors[out] = donor
@@ -128,7 +128,7 @@ def caller_reachable(graph: Graph, writes=frozenset()) -> set[Var]:
     return reachable
 
 
-def _overwritable(body: Graph) -> tuple[tuple | None, set[int]]:
+def overwritable(body: Graph) -> tuple[tuple | None, set[int]]:
     """A kernel's iteration space, and the positions of its outputs that may be stored over
     an input covering that space.
 
@@ -164,7 +164,7 @@ def _reductions_below(body: Graph) -> dict[Var, set[Node]]:
     return below
 
 
-def _roots(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
+def view_roots(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
     parents = view_parents(graph, writes)
     roots = {}
     for var in parents:
@@ -175,7 +175,7 @@ def _roots(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
     return roots
 
 
-def _read_once(node: Node, donor: Var, roots: dict[Var, Var]) -> bool:
+def read_once(node: Node, donor: Var, roots: dict[Var, Var]) -> bool:
     """The kernel reads the donor's memory through this one operand (no view of it too)."""
     return sum(v is donor or roots.get(v) is donor for v in node.inputs) == 1
 
@@ -217,6 +217,13 @@ def donated_spans(spans: dict[Var, tuple[int, int]], donors: dict[Var, Var]) -> 
     for out, donor in donors.items():
         spans[donor] = (spans[donor][0], spans[out][0] - 1)
     return spans
+
+
+def peak_without(graph: Graph, writes, donated) -> int:
+    """``peak_bytes`` when the kernel outputs in ``donated`` are stored into the caller's
+    arrays (``in_place_updates``), as ``lower`` decides after this pass."""
+    spans = {v: span for v, span in lifetimes(graph, writes).items() if v not in donated}
+    return peak_bytes(donated_spans(spans, in_place_outputs(graph, writes)))
 
 
 @register_pass("plan_memory")

@@ -95,13 +95,20 @@ def write_all(program, targets: list[tuple[np.ndarray, int]], values: list) -> N
             np.add.at(target, key, value)
 
 
-def _check_writable(planned) -> None:
-    """Raise what the first failing write would raise, before anything is written."""
-    for target, write, operands in planned:
+def check_writeable(targets) -> None:
+    """Raise NumPy's error for the first read-only array among ``targets``."""
+    for target in targets:
         if isinstance(target, np.ndarray) and not target.flags.writeable:
             raise ValueError("assignment destination is read-only")
+
+
+def _check_writable(planned) -> None:
+    """Raise what the first failing write would raise, before anything is written."""
+    check_writeable([target for target, _, _ in planned])
+    for target, write, operands in planned:
         if write is not None and len(operands) > 1:  # index arrays: bounds known only now
-            target[indexing.decode(write.key, operands[1:])]  # noqa: B018 -- IndexError
+            selected = target[indexing.decode(write.key, operands[1:])]  # IndexError
+            np.broadcast_to(operands[0], np.shape(selected))  # a mask's count: ValueError
 
 
 def _unaliased(value, targets):

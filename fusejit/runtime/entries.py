@@ -13,7 +13,7 @@ from ..logs import topic
 from ..tracer import Trace, unflatten
 from ..tracer.returned_views import apply_views
 from . import undo
-from .deferred_writes import write_all
+from .deferred_writes import check_writeable, write_all
 from .device import is_device_array
 from .program import GuardFailed, Program
 
@@ -52,6 +52,12 @@ class CompiledEntry:
                 return RETRACE
         if trace.mutations and _aliased_writes(trace, leaves, inputs, captured):
             return ALIASED
+        if self.program.donated:   # a kernel stores into one: all must take the writes first
+            targets = [leaves[m.index] if m.target == "arg" else captured[m.index]
+                       for m in trace.mutations]
+            check_writeable(targets)
+            if any(overlaps_itself(t) for t in targets if isinstance(t, np.ndarray)):
+                return ALIASED
         journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
         with journal:   # writes into the caller's arrays are undone if the replay fails
             values = self.program.run(inputs + list(captured) if captured else inputs)
@@ -161,6 +167,19 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
         near = by_owner.get(owner, []) + (by_owner.get(0, []) if owner else [])
         if any(other != key and np.may_share_memory(target, arrays[other]) for other in near):
             return True
+    return False
+
+
+def overlaps_itself(array: np.ndarray) -> bool:
+    """Whether two elements of ``array`` may share memory (``sliding_window_view``, a stride
+    of 0): a kernel storing element by element would read what it stored; NumPy buffers such
+    an update. Conservative: dims sorted by stride must each step over all smaller ones."""
+    span = array.itemsize
+    for stride, size in sorted((abs(s), n) for s, n in zip(array.strides, array.shape,
+                                                             strict=True) if n > 1):
+        if stride < span:
+            return True
+        span += stride * (size - 1)
     return False
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from ..ir import Graph, Node, ops, print_graph
 from ..ir.types import SUPPORTED_DTYPES as SUPPORTED
 from ..passes import DEFAULT_PIPELINE, run_pipeline
+from ..passes.plan_memory import peak_without
 from .entries import CompiledEntry
 
 STAGES = ("traced", "optimized", "kernels", "source", "memory") + DEFAULT_PIPELINE
@@ -103,6 +104,9 @@ def _memory(memory) -> str:
     count = memory.get("in_place", 0)
     if count:
         text += f"; {count} kernel output(s) written over an input that dies there"
+    count = memory.get("into_arguments", 0)
+    if count:
+        text += f"; {count} argument update(s) stored by their kernel into the caller's array"
     return text
 
 
@@ -175,6 +179,10 @@ def _explain_path(compiled, entry, cache) -> Explanation:
     memory = entry.pipeline.stats.get("plan_memory", {})
     result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
     result.memory["in_place"] = len(memory.get("in_place", ()))
+    donated = getattr(program, "donated", None)
+    if donated:
+        result.memory["into_arguments"] = len(donated)
+        result.memory["peak_bytes"] = peak_without(program.graph, program.writes, donated)
     result.constants = [f"{c.type} {c.description}" for c in entry.trace.captures
                         if c.source and c.source[0] == "const"]
     return result

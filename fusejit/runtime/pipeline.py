@@ -26,8 +26,7 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), dis
                                                for out, position in written.items()})
         finals = {position: optimized.outputs[out] for out, position in written.items()
                   if out not in deferred}
-        program = lower(optimized, target, guards, written=finals)
-        program.deferred = deferred
+        program = lower(optimized, target, guards, written=finals, deferred=deferred)
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
     for refusal in run.stats.get("fuse", {}).get("refusals", ()):

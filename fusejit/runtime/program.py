@@ -10,6 +10,7 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, Var, indexing, ops
+from ..passes.in_place_updates import caller_donors, last_failure
 from ..passes.in_place_writes import in_place_writes
 from ..passes.plan_memory import view_parents
 from .arena import ARENA_OPS, Arena, arena_offsets
@@ -81,6 +82,7 @@ class Program:
     deferred: dict = field(default_factory=dict)  # output index -> in-place writes (write_all)
     writes: frozenset = frozenset()    # setitem nodes that write into their target's buffer
     caller_writes: frozenset = frozenset()  # those whose target is the caller's: run under undo
+    donated: dict = field(default_factory=dict)  # kernel output -> caller's array stored over
 
     @staticmethod
     def write_back(target, value) -> None:
@@ -235,10 +237,12 @@ def _split_slices(node: Node) -> list[tuple]:
     return bounds
 
 
-def lower(graph: Graph, target: str = "cpu", guards=(), written=None) -> Program:
+def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=None) -> Program:
     """``written``: position among the graph's inputs of each caller's array the body updates
     in place -> the Var written back into it (writes on the way there may go straight into
-    the array, ``passes.in_place_writes``)."""
+    the array, ``passes.in_place_writes``, and so may the kernel computing it,
+    ``passes.in_place_updates``). ``deferred``: the writes the runtime makes after the run
+    (``deferred_writes``)."""
     slot_of = {var: i for i, var in enumerate(graph.inputs)}
     constants: dict[int, np.ndarray] = {}
     count = [len(graph.inputs)]
@@ -256,12 +260,16 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None) -> Program
     raw_steps, kernels = [], []
     writes = in_place_writes(graph, written) if target == "cpu" else frozenset()
     arena_plan = arena_offsets(graph, writes) if target == "cpu" else ({}, 0, {})
+    donated = _donated(graph, guards, written, writes, deferred) if target == "cpu" else {}
+    donors = {**arena_plan[2], **donated}
     callers = _callers_arrays(graph, writes)
     for node in graph.nodes:
         if node in writes:
             fn = writer(node.op, node.attr["key"], journaled=node in callers)
         else:
-            fn = _step_function(node, target, kernels, _in_place_pairs(node, arena_plan[2]))
+            fn = _step_function(node, target, kernels, _in_place_pairs(node, donors))
+            if any(out in donated for out in node.outputs):
+                fn = _writeable_first(fn, _in_place_pairs(node, donated))
         raw_steps.append((fn, tuple(slot(v) for v in node.inputs),
                           tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
@@ -269,7 +277,37 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None) -> Program
     steps, arena = _plan_arena(steps, *arena_plan[:2]) if target == "cpu" else (steps, None)
     checks = _place_checks(guards, outputs, raw_steps)
     return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels,
-                   checks, arena=arena, writes=writes, caller_writes=frozenset(callers))
+                   checks, arena=arena, deferred=deferred or {}, writes=writes,
+                   caller_writes=frozenset(callers), donated=donated)
+
+
+def _donated(graph: Graph, guards, written, writes, deferred) -> dict[Var, Var]:
+    """The kernel outputs stored over the caller's array they update (``in_place_updates``):
+    only where nothing can fail afterwards, the deferred writes' index checks included."""
+    if not written:
+        return {}
+    producers = {out: index for index, node in enumerate(graph.nodes) for out in node.outputs}
+    checked = {producers.get(graph.outputs[guard.output], -1) for guard in guards}
+    failure = last_failure(graph, checked)
+    if any(len(write.operands) > 1 for writes_ in (deferred or {}).values()
+           for write in writes_):
+        failure = len(graph.nodes)
+    return caller_donors(graph, written, writes, failure)
+
+
+def _writeable_first(kernel, pairs):
+    """A kernel storing over caller's arrays: a read-only one raises NumPy's error before
+    anything is stored (``CompiledEntry.run`` checks every written array before the replay;
+    this covers a ``Program.run`` of its own)."""
+    positions, run = [j for _, j in pairs], kernel.fast_call
+
+    def call(*inputs, out=None):
+        for j in positions:
+            if not inputs[j].flags.writeable:
+                raise ValueError("assignment destination is read-only")
+        return run(*inputs, out=out)
+    call.name = getattr(kernel, "name", "kernel")
+    return call
 
 
 def _callers_arrays(graph: Graph, writes) -> set[Node]:

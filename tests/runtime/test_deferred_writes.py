@@ -135,6 +135,19 @@ def test_an_index_out_of_bounds_leaves_what_eager_numpy_leaves(fn):
     _raises_like_eager(fn, lambda k: (np.zeros(4), np.zeros(8), np.array(k)), [1, 9, 9, 1])
 
 
+def _double_then_masked_store(m, h, mask, v):
+    m *= 2.0
+    h[mask] = v       # 2 values for 3 True elements: eager has doubled m, written nothing
+
+
+def test_a_mask_selecting_more_elements_than_values_leaves_what_eager_numpy_leaves():
+    def make_args(third):
+        return np.arange(4.0), np.zeros(4), np.array([True, True, third, False]), \
+            np.array([7.0, 8.0])
+
+    _raises_like_eager(_double_then_masked_store, make_args, [False, True, True, False])
+
+
 def test_a_read_only_argument_leaves_what_eager_numpy_leaves():
     def write_both(a, b):
         a[0] += 1.0
