@@ -232,14 +232,16 @@ class CompiledKernel:
                   for x, shape in zip(inputs, shapes, strict=False)]  # lengths checked above
         if out is not None:
             outs = out if type(out) is tuple else self._complete(out, arrays)
-            views = [o.reshape(padded(o.shape)) if o.ndim == 0 else o for o in outs]
+            views = [o.reshape(padded(o.shape)) if o is not None and o.ndim == 0 else o
+                     for o in outs]
         elif self._zero_d_out:
             views = [np.empty(shape, dtype) for shape, dtype in self._allocs]
             outs = tuple(v if shape else v.reshape(()) for v, (_, shape, _) in
                          zip(views, self._out_specs, strict=True))
         else:
-            outs = views = tuple([empty_apart(shape, dtype, arrays)
-                                  for shape, dtype in self._allocs])
+            outs = views = tuple([None if k in self.in_place else
+                                  empty_apart(shape, dtype, arrays)
+                                  for k, (shape, dtype) in enumerate(self._allocs)])
         if self.in_place:
             outs, views = self._take_over(arrays, outs, views)
         rows, strided = self._variants[self._parallel if parallel is None else bool(parallel)]
@@ -255,8 +257,9 @@ class CompiledKernel:
 
     def _complete(self, out, arrays) -> tuple:
         """``out`` (a list) with a new array for each None (an output the caller will see)."""
-        return tuple(empty_apart(shape, dtype, arrays) if o is None else o
-                     for o, (_, shape, dtype) in zip(out, self._out_specs, strict=True))
+        return tuple(empty_apart(shape, dtype, arrays) if o is None and k not in self.in_place
+                     else o for k, (o, (_, shape, dtype)) in enumerate(zip(out, self._out_specs,
+                                                                           strict=True)))
 
     @functools.cached_property
     def fast_call(self):
@@ -269,7 +272,10 @@ class CompiledKernel:
 def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, names) -> list[str]:
     """``fast_call``'s ``out`` branches but the last: allocate, or unpack a complete tuple."""
     lines = ["    if out is None:"]
-    for name, (alloc, _, dtype) in zip(outs, kernel._out_specs, strict=True):
+    for k, (name, (alloc, _, dtype)) in enumerate(zip(outs, kernel._out_specs, strict=True)):
+        if k in kernel.in_place:   # stored over its input: nothing to allocate
+            lines.append(f"        {name} = None")
+            continue
         names[f"dtype_{name}"] = dtype
         large = math.prod(alloc) * np.dtype(dtype).itemsize >= MIN_BYTES
         call = f"apart({alloc!r}, dtype_{name}, {inputs})" if large else \
