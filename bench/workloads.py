@@ -88,6 +88,9 @@ def compare(expected, actual, dtype):
     assert len(want) == len(got), f"{len(got)} results, eager gave {len(want)}"
     rtol = tolerance(dtype)
     for index, (e, a) in enumerate(zip(want, got, strict=True)):
+        if e is None:   # a step that only updates its arguments returns nothing
+            assert a is None, f"result {index}: {type(a).__name__}, eager None"
+            continue
         e_arr, a_arr = np.asarray(e), np.asarray(a)
         assert type(a) is type(e), f"result {index}: {type(a).__name__}, eager {type(e).__name__}"
         assert a_arr.shape == e_arr.shape, f"result {index}: shape {a_arr.shape} != {e_arr.shape}"
@@ -101,6 +104,8 @@ def compare_values(expected, actual, dtype):
     """Like :func:`compare` but only the values (peers may return another dtype or type)."""
     rtol = tolerance(dtype)
     for e, a in zip(leaves(expected), leaves(actual), strict=True):
+        if e is None:
+            continue
         e_arr = np.asarray(e)
         scale = float(np.max(np.abs(e_arr), initial=1.0))
         np.testing.assert_allclose(np.asarray(a), e_arr, rtol=rtol, atol=rtol * scale * 1e-2)

@@ -5,7 +5,7 @@
 ``gpt2`` and ``gpt2_decode`` take their inputs from ``gpt2_block.make_gpt2_inputs`` and
 ``make_decode_inputs`` (see :func:`load`).
 """
-from . import attention, conv, elementwise, gelu, gpt2_block, layernorm, lstm, mlp, mlp_train
+from . import adam, attention, conv, elementwise, gelu, gpt2_block, layernorm, lstm, mlp, mlp_train
 from . import softmax as softmax_module
 
 MODELS = {
@@ -22,6 +22,7 @@ MODELS = {
     "lstm": (lstm, "lstm"),
     "conv": (conv, "conv2d_relu"),
     "mlp_train": (mlp_train, "train_step"),
+    "adam": (adam, "adam_step"),
 }
 
 # Workloads whose inputs do not come from the module's ``make_inputs``.
@@ -32,7 +33,7 @@ STATIC_ARGNAMES = {"attention": ("n_head",), "gpt2_block": ("n_head",), "gpt2": 
                    "gpt2_decode": ("n_head",)}
 
 # Workloads that update their arguments in place (the harness gives each run fresh copies).
-MUTATES_ARGS = frozenset({"mlp_train", "gpt2_decode"})
+MUTATES_ARGS = frozenset({"mlp_train", "gpt2_decode", "adam"})
 
 
 def load(name):

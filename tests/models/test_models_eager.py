@@ -27,6 +27,7 @@ EXPECTED = {
     "lstm": ([(16, 4, 16), (4, 16)], None),
     "conv": ([(2, 4, 8, 8)], None),
     "mlp_train": ([()], None),
+    "adam": ([], None),                     # updates its arguments, returns nothing
 }
 
 
@@ -34,6 +35,8 @@ def run(name, dtype, seed=0):
     fn, make_inputs = load(name)
     args, kwargs = make_inputs(dtype=dtype, size="small", seed=seed)
     out = fn(*args, **kwargs)
+    if out is None:
+        return ()
     return out if isinstance(out, tuple) else (out,)
 
 
@@ -151,3 +154,23 @@ def test_decoding_token_by_token_gives_the_blocks_causal_rows(dtype):
     np.testing.assert_allclose(rows, gpt2_block.block(x, p, n_head), rtol=tolerance * 10,
                                atol=tolerance)
     assert np.any(k_cache[:, len(x) - 1] != 0) and not np.any(k_cache[:, len(x):])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_adam_steps_follow_the_update_rule(dtype):
+    fn, make_inputs = load("adam")
+    (params, grads, m, v, _, lr), _ = make_inputs(dtype=dtype, size="small")
+    want = {k: [a.astype(np.float64) for a in (params[k], m[k], v[k])] for k in params}
+    arrays_before = dict(params)
+    for t in (1.0, 2.0, 3.0):
+        fn(params, grads, m, v, t, lr)
+        for k, (w, m_ref, v_ref) in want.items():
+            g = grads[k].astype(np.float64)
+            m_ref[:] = 0.9 * m_ref + 0.1 * g
+            v_ref[:] = 0.999 * v_ref + 0.001 * g * g
+            w -= lr * (m_ref / (1 - 0.9**t)) / (np.sqrt(v_ref / (1 - 0.999**t)) + 1e-8)
+    rtol, atol = (1e-5, 1e-6) if dtype == np.float32 else (1e-12, 1e-15)
+    for k, (w, m_ref, v_ref) in want.items():
+        assert params[k] is arrays_before[k] and params[k].dtype == np.dtype(dtype)
+        for got, ref in ((params[k], w), (m[k], m_ref), (v[k], v_ref)):
+            np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol)
