@@ -157,9 +157,14 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
                for m in trace.mutations}
     arrays.update(targets)
     by_owner: dict[int, list] = {}
+    shared = False
     for key, array in arrays.items():
         if isinstance(array, np.ndarray):
-            by_owner.setdefault(_owner(array), []).append(key)
+            owner = _owner(array)
+            shared = shared or owner == 0 or owner in by_owner
+            by_owner.setdefault(owner, []).append(key)
+    if not shared:   # every array has an owner of its own: nothing to compare
+        return False
     for key, target in targets.items():
         if not isinstance(target, np.ndarray):
             continue
@@ -174,6 +179,9 @@ def overlaps_itself(array: np.ndarray) -> bool:
     """Whether two elements of ``array`` may share memory (``sliding_window_view``, a stride
     of 0): a kernel storing element by element would read what it stored; NumPy buffers such
     an update. Conservative: dims sorted by stride must each step over all smaller ones."""
+    flags = array.flags
+    if flags.c_contiguous or flags.f_contiguous:
+        return False
     span = array.itemsize
     for stride, size in sorted((abs(s), n) for s, n in zip(array.strides, array.shape,
                                                              strict=True) if n > 1):

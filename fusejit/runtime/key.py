@@ -92,11 +92,12 @@ def _structure(tree, leaves: list):
     insertion order) with each leaf's signature in place; the leaves go to ``leaves``. Plain
     tuples, built without ``flatten``'s TreeDef objects: this runs on every call."""
     cls = type(tree)
+    if cls is np.ndarray:   # the most common node first
+        leaves.append(tree)
+        return (_ARRAY, tree.shape, tree.dtype)
     if cls is dict:
         return (dict, tuple(tree), tuple([_structure(v, leaves) for v in tree.values()]))
     if cls is tuple or cls is list or (isinstance(tree, tuple) and hasattr(cls, "_fields")):
         return (cls, tuple([_structure(v, leaves) for v in tree]))
     leaves.append(tree)
-    if cls is np.ndarray:
-        return (_ARRAY, tree.shape, tree.dtype)
     return leaf_signature(tree)
