@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special
 
-from ..errors import UnsupportedError
+from ..errors import EagerFallback, UnsupportedError
 from ..ir import Lit, indexing
 from .context import active, surface
 from .loc import current_loc
@@ -87,12 +87,39 @@ def _host_ufunc(ufunc, method, inputs, kwargs):
     whose unselected elements NumPy leaves uninitialised, as the host op does): a host op."""
     from .host import host_call
     if kwargs.get("out") is not None:
+        if method == "__call__" and ufunc.nout == 1 and "where" not in kwargs:
+            return _host_ufunc_into(ufunc, inputs, kwargs)
         suffix = "" if method == "__call__" else f".{method}"
         raise _unsupported(f"{ufunc_label(ufunc)}{suffix} with out=")
     kwargs.pop("out", None)
     fn = ufunc if method == "__call__" else getattr(ufunc, method)
     name = ufunc_label(ufunc) + ("" if method == "__call__" else f".{method}")
     return host_call(fn, name, inputs, kwargs)
+
+
+def _host_ufunc_into(ufunc, inputs, kwargs):
+    """``np.right_shift(m, 1, out=m)`` (``m >>= 1``) of an unmapped ufunc: a host op computing
+    the result, then a traced write of it into ``out``, when that result already has ``out``'s
+    dtype and shape (NumPy may pick another loop for another dtype: then the signature runs
+    eagerly). The concrete call is NumPy's own, ``out=`` included."""
+    from .host import record_host
+    label, plain = ufunc_label(ufunc), {k: v for k, v in kwargs.items() if k != "out"}
+    natural = []
+
+    def compute(*args, out, **kw):
+        natural.append(ufunc(*args, **kw))
+        return ufunc(*args, out=out, **kw)
+
+    def record(rec, concrete, *args, out, **kw):
+        target = out[0]
+        value = natural[0]
+        if not isinstance(value, np.ndarray) or value.dtype != concrete.dtype or \
+                value.shape != concrete.shape:
+            raise EagerFallback(f"{label} with out= of another dtype or shape than its result")
+        result = record_host(rec, value, ufunc, label, args, kw)
+        return write_out(rec, target, result.ir_var)
+
+    return surface(compute, record, inputs, dict(plain, out=kwargs["out"]))
 
 
 def dtype_spec(x):

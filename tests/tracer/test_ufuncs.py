@@ -115,3 +115,27 @@ def test_float_cube_traces_as_the_products_the_kernel_computes():
     np.testing.assert_array_max_ulp(first[1:], x[1:] ** 3, maxulp=2)
     ints = np.arange(-5, 5)
     assert np.array_equal(cube(ints), ints**3) and cube(ints).dtype == ints.dtype
+
+
+def _shift_after_updates(m, g):
+    m *= 3
+    m += g
+    m >>= 1               # np.right_shift(m, 1, out=m): no IR op, a host op then a write
+    return m.sum()
+
+
+def _ldexp_into(m, g):
+    np.ldexp(g, 2, out=m)
+    return m * 2
+
+
+@pytest.mark.parametrize("fn, m_dtype, eager", [
+    (_shift_after_updates, np.int64, False),
+    (_ldexp_into, np.float64, False),
+    (_ldexp_into, np.float32, True),     # float64 result cast into out: the signature is eager
+], ids=["right_shift", "ldexp", "ldexp_cast"])
+def test_unmapped_ufunc_with_out_writes_into_its_target(fn, m_dtype, eager):
+    from tests.oracle import check_calls
+    compiled = check_calls(fn, lambda call: (np.arange(5).astype(m_dtype) * (call + 1),
+                                             np.arange(5) + call))
+    assert compiled.cache_info()["eager_signatures"] == eager
