@@ -149,6 +149,8 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
     computes every value from the inputs before it writes back, where NumPy's later reads see
     the earlier writes; such a call runs eagerly. Only arrays with the same owner (or one
     that is not an ndarray: a buffer from ``np.frombuffer``) are compared."""
+    if not _may_share_owners(trace, leaves, inputs, captured):
+        return False
     arrays: dict[tuple, np.ndarray] = {}
     arrays.update((("arg", index), array)
                   for index, array in zip(trace.arg_leaves, inputs, strict=True))
@@ -157,14 +159,9 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
                for m in trace.mutations}
     arrays.update(targets)
     by_owner: dict[int, list] = {}
-    shared = False
     for key, array in arrays.items():
         if isinstance(array, np.ndarray):
-            owner = _owner(array)
-            shared = shared or owner == 0 or owner in by_owner
-            by_owner.setdefault(owner, []).append(key)
-    if not shared:   # every array has an owner of its own: nothing to compare
-        return False
+            by_owner.setdefault(_owner(array), []).append(key)
     for key, target in targets.items():
         if not isinstance(target, np.ndarray):
             continue
@@ -172,6 +169,22 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
         near = by_owner.get(owner, []) + (by_owner.get(0, []) if owner else [])
         if any(other != key and np.may_share_memory(target, arrays[other]) for other in near):
             return True
+    return False
+
+
+def _may_share_owners(trace: Trace, leaves, inputs, captured) -> bool:
+    """The replay's common case first: every input and captured array owns its memory or views
+    an array no other one views, and every written array is one of them."""
+    if any(m.target == "arg" and type(leaves[m.index]) is not np.ndarray
+           for m in trace.mutations):
+        return True
+    owners = set()
+    for array in (*inputs, *captured):
+        if isinstance(array, np.ndarray):
+            owner = _owner(array)
+            if owner == 0 or owner in owners:
+                return True
+            owners.add(owner)
     return False
 
 
