@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -71,6 +72,7 @@ class Step:
 
 class CudaProgram:
     writes = caller_writes = frozenset()   # every write goes into a copy (``Program``'s may not)
+    donated = MappingProxyType({})          # no kernel stores into the caller's arrays
 
     def __init__(self, graph: Graph, steps: list[Step], kernels: list, checks: dict,
                  arena_offsets: dict, arena_bytes: int, roots: dict):
