@@ -9,8 +9,10 @@ intermediate that dies there (``plan_memory.in_place_outputs``).
 A replay that fails after such a kernel could not give the caller its old array back without
 a copy of it, so nothing may fail from that kernel on: no guard is checked after it, no step
 may raise (``dce.may_raise``, inside kernels too), and no deferred write with index arrays is
-left for after the run. Each such kernel first checks that its array is writeable, and the
-runtime checks every array the call writes before the replay (``Program.donates``).
+left for after the run. The runtime checks every array the call writes before the replay
+(``Program.donated``, ``CompiledEntry.run``): a read-only one raises NumPy's error, and one whose
+elements overlap each other (``sliding_window_view``) makes the call run eagerly, since NumPy
+buffers such an update where the kernel would read what it stored.
 """
 from __future__ import annotations
 
