@@ -206,10 +206,12 @@ def whole_setitem(node: Node, ctx):
     result is that value (the write-back into ``m``, or the kernel storing into ``m``,
     ``in_place_updates``, makes it the caller's array). Not for a value that is an input, a
     view or an opaque NumPy result: those may share memory with what the write changes."""
-    target, value = node.inputs[0], node.inputs[1]
+    if len(node.inputs) != 2:   # index arrays: not a basic key
+        return None
+    target, value = node.inputs
     source = ctx.producer(value)
-    if len(node.inputs) != 2 or source is None or is_view(source) or \
-            source.op in ("host", "setitem", "scatter_add") or not same_type(target, value):
+    if source is None or is_view(source) or source.op in ("host", "setitem", "scatter_add") \
+            or not same_type(target, value):
         return None
     return value if _covers(node.attr["key"], target.type.shape) else None
 

@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from ..ir import Lit, indexing
-from .context import surface
+from .context import surface, unwrap
 from .masked import masked_update, remember_masked_read
 from .tracer import Tracer, ViewLink, mark_written, wrap
 from .ufuncs import encode_index
@@ -51,17 +51,14 @@ def _integer_view(rec, concrete, tracer, derive) -> ViewLink | None:
     gather is derived again when ``x`` is written, as a view would show the write (a write
     through it runs eagerly). A view of an array that is not a proxy runs eagerly if that
     array is written (``tracer.check_opaque_views``)."""
-    if not (isinstance(concrete, np.ndarray) and isinstance(surface_value(tracer), np.ndarray)
-            and np.may_share_memory(concrete, surface_value(tracer))):
+    indexed = unwrap(tracer)
+    if not (isinstance(concrete, np.ndarray) and isinstance(indexed, np.ndarray)
+            and np.may_share_memory(concrete, indexed)):
         return None
     if isinstance(tracer, Tracer):
         return ViewLink(tracer, derive, None, tracer.ir_var)
     rec.opaque_views.append((concrete, "indexing with a traced integer"))
     return None
-
-
-def surface_value(item):
-    return item.value if isinstance(item, Tracer) else item
 
 
 def _assign(target, key, value):
