@@ -182,3 +182,27 @@ def test_np_array_of_a_traced_argument_copies_in_the_traced_call():
         return v2
 
     check(program, lambda call: [np.array([[5, 6]], np.int32)], inexact=False)
+
+
+def test_epilogue_of_a_reduction_over_an_axis_of_size_one_reads_a_per_element_value():
+    # codegen/kernel.py _assign_regions: the reduced axis has size 1, so max(v3, 2) (per
+    # element) and sum(v3) (per row) have the same shape; their quotient was placed after the
+    # row loop, where the per-element value is not defined (Numba NameError on replay).
+    def program(a0):
+        v3 = a0.astype(np.bool)
+        v4 = np.sum(v3, axis=0, keepdims=True)
+        return np.maximum(v3, 2) / v4
+
+    check(program, lambda call: [np.full(1, 0.5 + call, np.float32)], inexact=False)
+
+
+def test_index_by_a_traced_zero_d_integer_is_a_view_that_sees_later_writes():
+    # tracer/indexing.py: NumPy indexes with a 0-d integer array as with an int, so a0[a1 % 2]
+    # is a view of a0 and shows the write a0 += 2; the trace recorded a gather of the old a0.
+    def program(a0, a1):
+        v0 = a0[a1 % 2]
+        a0 += 2
+        return np.negative(v0)
+
+    check(program, lambda call: [np.arange(4, dtype=np.float32).reshape(2, 2) + call,
+                                 np.array(call, np.int32)], inexact=False)
