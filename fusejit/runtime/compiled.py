@@ -33,6 +33,7 @@ from .key import (
     typed,
 )
 from .pipeline import build_program
+from .static_churn import StaticChurn
 
 log, trace_log = topic("runtime"), topic("trace")
 TARGETS = ("auto", "cpu", "cuda")
@@ -86,6 +87,7 @@ class CompiledFunction:
         self.static_argnames, self.max_traces = static_argnames, max_traces
         self.fastmath, self.cache = fastmath, cache
         self._signature = inspect.signature(fn)
+        self._churn = StaticChurn(self.__qualname__, self._signature)
         self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}
         self._lock = threading.RLock()
@@ -184,6 +186,7 @@ class CompiledFunction:
         """The key's entry; a new one is pinned to what the key holds by id."""
         tree = self._entries.get(key)
         if tree is None:
+            self._churn.new_key(key)
             tree = self._entries[key] = TraceTree()
             tree.pins = pin(self._entries, key, self._by_identity(key, leaves, args, kwargs))
         return tree
