@@ -82,7 +82,7 @@ def write_all(program, targets: list[tuple[np.ndarray, int]], values: list) -> N
             continue
         planned += [(target, write, [_unaliased(values[i], arrays) for i in write.operands])
                     for write in writes]
-    _check_writable(planned)
+    _check_writes(planned)
     for target, write, operands in planned:
         if write is None:
             program.write_back(target, operands)
@@ -102,7 +102,7 @@ def check_writeable(targets) -> None:
             raise ValueError("assignment destination is read-only")
 
 
-def _check_writable(planned) -> None:
+def _check_writes(planned) -> None:
     """Raise what the first failing write would raise, before anything is written."""
     check_writeable([target for target, _, _ in planned])
     for target, write, operands in planned:

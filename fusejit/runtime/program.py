@@ -268,8 +268,6 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
             fn = writer(node.op, node.attr["key"], journaled=node in callers)
         else:
             fn = _step_function(node, target, kernels, _in_place_pairs(node, donors))
-            if any(out in donated for out in node.outputs):
-                fn = _writeable_first(fn, _in_place_pairs(node, donated))
         raw_steps.append((fn, tuple(slot(v) for v in node.inputs),
                           tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
@@ -293,21 +291,6 @@ def _donated(graph: Graph, guards, written, writes, deferred) -> dict[Var, Var]:
            for write in writes_):
         failure = len(graph.nodes)
     return caller_donors(graph, written, writes, failure)
-
-
-def _writeable_first(kernel, pairs):
-    """A kernel storing over caller's arrays: a read-only one raises NumPy's error before
-    anything is stored (``CompiledEntry.run`` checks every written array before the replay;
-    this covers a ``Program.run`` of its own)."""
-    positions, run = [j for _, j in pairs], kernel.fast_call
-
-    def call(*inputs, out=None):
-        for j in positions:
-            if not inputs[j].flags.writeable:
-                raise ValueError("assignment destination is read-only")
-        return run(*inputs, out=out)
-    call.name = getattr(kernel, "name", "kernel")
-    return call
 
 
 def _callers_arrays(graph: Graph, writes) -> set[Node]:
