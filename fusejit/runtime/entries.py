@@ -58,15 +58,17 @@ class CompiledEntry:
             check_writeable(targets)
             if any(overlaps_itself(t) for t in targets if isinstance(t, np.ndarray)):
                 return ALIASED
-        journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
+        checked = self.checked_rebinds
+        journal = undo.recording() if self.program.caller_writes or checked else \
+            contextlib.nullcontext()
         with journal:   # writes into the caller's arrays are undone if the replay fails
             values = self.program.run(inputs + list(captured) if captured else inputs)
             if trace.mutations:
                 write_all(self.program, [(leaves[m.index] if m.target == "arg" else
                                           captured[m.index], m.output) for m in trace.mutations],
-                          values)
-        for write in trace.attr_writes:
-            _replay_attr_write(write, values, leaves, self.owner)
+                          values, journaled=checked)
+            if trace.attr_writes:
+                _rebind_all(trace.attr_writes, values, leaves, self.owner)
         self.hits += 1
         if self.plain_outputs:  # every output a plain array: skip the per-leaf dispatch
             return unflatten(trace.out_treedef, [values[leaf.index] for leaf in trace.out_leaves])
@@ -81,6 +83,12 @@ class CompiledEntry:
         if trace.captures or trace.mutations or trace.attr_writes:
             return None
         return _straight_run(trace, self.program)
+
+    @functools.cached_property
+    def checked_rebinds(self) -> bool:
+        """An attribute is set through its class's own code, which may raise: the writes into
+        the caller's arrays before it are journaled, to be undone (``_rebind_all``)."""
+        return any(write.checked for write in self.trace.attr_writes)
 
     @functools.cached_property
     def plain_outputs(self) -> bool:
@@ -288,10 +296,34 @@ def _output(leaf, values, leaves, captured):
     return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const
 
 
-def _replay_attr_write(write, values, leaves, owner) -> None:
-    """``self.w = self.w - lr * g`` in the body: rebind the attribute after every replay."""
-    target = owner if write.leaf is None else leaves[write.leaf]
-    scalars = write.scalars or (False,) * len(write.outputs)
-    items = [values[i][()] if scalar else values[i]
-             for i, scalar in zip(write.outputs, scalars, strict=True)]
-    setattr(target, write.name, unflatten(write.treedef, items))
+def _rebind_all(writes, values, leaves, owner) -> None:
+    """``self.w = self.w - lr * g`` in the body: rebind each attribute after every replay.
+    When one assignment raises (its class's ``__setattr__`` or property refuses it now), the
+    attributes rebound before it get their old values back and the error propagates: the
+    replay is undone and the call traces again, which raises where the body does."""
+    done = []
+    try:
+        for write in writes:
+            target = owner if write.leaf is None else leaves[write.leaf]
+            old = vars(target).get(write.name, _UNSET)
+            scalars = write.scalars or (False,) * len(write.outputs)
+            items = [values[i][()] if scalar else values[i]
+                     for i, scalar in zip(write.outputs, scalars, strict=True)]
+            setattr(target, write.name, unflatten(write.treedef, items))
+            done.append((target, write.name, old))
+    except Exception as exc:
+        for target, name, old in reversed(done):
+            if old is _UNSET:
+                vars(target).pop(name, None)
+            else:
+                vars(target)[name] = old
+        raise RebindRefused(f"setting .{write.name} raised {type(exc).__name__}: {exc}") \
+            from exc
+
+
+class RebindRefused(Exception):
+    """The user's class refused an attribute the replay set (never a fusejit bug, even when
+    it raised ``AttributeError``): the call traces again."""
+
+
+_UNSET = object()

@@ -12,9 +12,10 @@ log, fusion_log, cache_log = topic("compile"), topic("fusion"), topic("cache")
 
 
 def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), disk_cache=True,
-                  written=None):
+                  written=None, fails_late=False):
     """Returns (program, pipeline_run, {"compiled": n, "reused": n}). ``written``: output index
-    -> input position of each array the body updates in place (see ``deferred_writes``)."""
+    -> input position of each array the body updates in place (see ``deferred_writes``).
+    ``fails_late``: the replay may still fail after the program ran (``lower``)."""
     run = _optimize(graph, target, pipeline, disk_cache)
     before = codegen.kernel_stats()
     if target == "cuda":
@@ -26,7 +27,8 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), dis
                                                for out, position in written.items()})
         finals = {position: optimized.outputs[out] for out, position in written.items()
                   if out not in deferred}
-        program = lower(optimized, target, guards, written=finals, deferred=deferred)
+        program = lower(optimized, target, guards, written=finals, deferred=deferred,
+                        fails_late=fails_late)
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
     for refusal in run.stats.get("fuse", {}).get("refusals", ()):

@@ -15,7 +15,7 @@ from .conversions import traced_conversions
 from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
 from .returned_views import written
-from .side_effects import AttrWrite, snapshot
+from .side_effects import AttrWrite, detect, snapshot
 from .tracer import Tracer
 
 
@@ -124,11 +124,16 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     audited = audit.start(fn)
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)
+    raised = True
     try:
         with traced_conversions(), capture_proxies.proxied(fn, recorder, leaves, hints) as body:
             result = body(*proxy_args, **proxy_kwargs)
+        raised = False
     finally:
         set_active(None)
+        if raised:  # what the body stored on the caller's objects before it raised: concrete
+            detect_container_writes(recorder, containers)
+            detect(recorder, before)
     detect_container_writes(recorder, containers)
     audit.check(audited, recorder, [array for *_, array in written(recorder, proxies)])
     _check_caught(recorder)

@@ -16,6 +16,7 @@ values (``self.steps += 1``) is a Python side effect that happens only while tra
 """
 from __future__ import annotations
 
+import inspect
 import types
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ class AttrWrite:
     treedef: TreeDef
     outputs: tuple[int, ...]  # graph output index of each leaf of the new value
     scalars: tuple[bool, ...] = ()  # leaf k was a NumPy scalar (runtime: ``v[()]``)
+    checked: bool = False     # the class runs its own code on assignment: it may raise
 
 
 @dataclass
@@ -96,14 +98,24 @@ def _check_attr(recorder, snap, name, value):
     if not has_traced(value):
         return None
     leaves, treedef = flatten(value)
-    setattr(snap.obj, name, unwrap(value))
+    vars(snap.obj)[name] = unwrap(value)   # not through the class's own code again
     if not all(isinstance(x, Tracer) for x in leaves):
         _lose(recorder, f"{label} rebound to a value the replay cannot rebuild")
         return None
     if recorder.fallback is not None:
         return None
     scalars = tuple(isinstance(x.value, np.generic) for x in leaves)
-    return AttrWrite(snap.leaf, name, treedef, tuple(leaves), scalars)
+    return AttrWrite(snap.leaf, name, treedef, tuple(leaves), scalars,
+                     runs_code_on_assignment(type(snap.obj), name))
+
+
+def runs_code_on_assignment(cls: type, name: str) -> bool:
+    """``obj.name = value`` runs ``cls``'s own code (a ``__setattr__``, a property setter or
+    another data descriptor), which may raise on a later call where it did not while tracing
+    (an object frozen since): the replay must then be undone before the body runs eagerly."""
+    if cls.__setattr__ is not object.__setattr__:
+        return True
+    return hasattr(type(inspect.getattr_static(cls, name, None)), "__set__")
 
 
 _MISSING = object()

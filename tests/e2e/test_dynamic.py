@@ -328,6 +328,76 @@ def test_attribute_rebinding_on_self_is_replayed():
         assert_same(eager.w, compiled.w)
 
 
+class Model:
+    def __init__(self):
+        self.w, self.b = np.ones(3), np.zeros(3)
+
+
+class Freezable(Model):
+    """A model whose ``w`` refuses assignment once frozen (its class's own ``__setattr__``)."""
+
+    frozen = False
+
+    def __setattr__(self, name, value):
+        if name == "w" and self.frozen:
+            raise AttributeError("w is frozen")
+        object.__setattr__(self, name, value)
+
+
+def momentum_step(model, m, g):
+    m *= 0.5                   # the caller's array, updated in place before the rebinding
+    m += g
+    model.b = model.b + 1
+    model.w = model.w - m      # raises once the model is frozen
+
+
+def test_an_attribute_refused_on_replay_leaves_the_state_eager_numpy_leaves():
+    # The replay updates m and rebinds b before w's __setattr__ raises: it is undone, and the
+    # call traces again, which raises where the body does. Before, m took the update twice
+    # and b held a Tracer.
+    states = []
+    for fn in (momentum_step, fusejit.compile(momentum_step)):
+        model, m, g, seen = Freezable(), np.ones(3), np.arange(3.0), []
+        for call in range(4):
+            model.frozen = call >= 2
+            try:
+                seen.append(fn(model, m, g))
+            except AttributeError as exc:
+                seen.append(str(exc))
+            seen.append((m.copy(), model.w, model.b))
+        states.append(seen)
+    for expected, got in zip(*states, strict=True):
+        if isinstance(expected, tuple):
+            for e, g in zip(expected, got, strict=True):
+                assert_same(e, g)
+        else:
+            assert expected == got
+    assert states[0][4] == "w is frozen"
+
+
+@pytest.mark.parametrize("model, stored", [(Model, 1), (Freezable, 0)])
+def test_an_argument_update_is_stored_by_its_kernel_unless_a_rebinding_may_raise(model, stored):
+    # Freezable may refuse the rebinding after the kernel ran: m is then written back, not
+    # stored over (a store could not be undone).
+    args = model(), np.ones(3), np.arange(3.0)
+    compiled = fusejit.compile(momentum_step)
+    compiled(*args)
+    assert len(compiled.entry_for(*args).paths[0].program.donated) == stored
+
+
+def test_a_body_that_raises_leaves_no_tracer_on_the_objects_it_changed():
+    def failing(model, x):
+        model.b = x + 1
+        model.history = [x * 2]
+        raise ValueError("diverged")
+
+    model = Model()
+    with pytest.raises(ValueError, match="diverged"):
+        fusejit.compile(failing)(model, np.ones(3))
+    assert_same(np.full(3, 2.0), model.b)
+    assert_same(np.full(3, 2.0), model.history[0])
+
+
 def test_guards_on_nan_values_hold_for_the_same_nan():
     # A diverged loss: a guard that observed NaN holds when NaN comes again, as a float and
     # inside a tolist() (NaN != NaN would trace again on every call).
