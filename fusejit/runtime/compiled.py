@@ -240,8 +240,7 @@ class CompiledFunction:
         try:
             program, pipeline, counts = build_program(
                 recorded.graph, self.target, guards=getattr(recorded, "guards", ()),
-                disk_cache=self.cache, written=written_inputs(recorded),
-                fails_late=any(w.checked for w in getattr(recorded, "attr_writes", ())))
+                disk_cache=self.cache, written=written_inputs(recorded))
         except FusejitError:
             raise
         except Exception as exc:

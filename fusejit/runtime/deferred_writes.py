@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, Lit, Var, indexing
-from . import undo
 
 WRITE_OPS = ("setitem", "scatter_add")
 
@@ -65,16 +64,14 @@ def defer(graph: Graph, targets: dict[int, Var]) -> tuple[Graph, dict[int, tuple
     return graph.replace(nodes=nodes, outputs=outputs), plans
 
 
-def write_all(program, targets: list[tuple[np.ndarray, int]], values: list,
-              journaled: bool = False) -> None:
+def write_all(program, targets: list[tuple[np.ndarray, int]], values: list) -> None:
     """Give each written array (paired with its output index) its new value, in order: by its
     deferred writes, or by copying the program's result over it. A written value that is a
     view of any of these arrays is taken first: it must not see the writes made before it.
 
     Nothing is written unless every write can be made: a read-only array or an index out of
     bounds raises first, and the caller traces again, which gives eager NumPy's partial writes
-    and error in the body's own order. ``journaled``: the replay may still fail after these
-    writes (``undo.recording`` is open), so each region's old contents are kept first."""
+    and error in the body's own order."""
     deferred = getattr(program, "deferred", None) or {}
     arrays = [target for target, _ in targets]
     planned = []
@@ -88,14 +85,10 @@ def write_all(program, targets: list[tuple[np.ndarray, int]], values: list,
     _check_writes(planned)
     for target, write, operands in planned:
         if write is None:
-            if journaled:
-                undo.keep(target, ...)
             program.write_back(target, operands)
             continue
-        value, *index_arrays = operands   # not views of a target (``_unaliased``)
+        value, *index_arrays = operands
         key = indexing.decode(write.key, index_arrays)
-        if journaled:
-            undo.keep(target, key)
         if write.op == "setitem":
             target[key] = value
         else:

@@ -11,8 +11,11 @@ def is_device_array(value) -> bool:
     """Numba/CuPy device arrays; the CUDA simulator's fake ones say ``__cuda_ndarray__``."""
     if isinstance(value, np.ndarray):
         return False
-    return hasattr(value, "__cuda_array_interface__") or bool(
-        getattr(value, "__cuda_ndarray__", False))
+    try:
+        return hasattr(value, "__cuda_array_interface__") or bool(
+            getattr(value, "__cuda_ndarray__", False))
+    except Exception:  # noqa: BLE001 -- a __getattr__ raising KeyError: not a device array
+        return False
 
 
 def to_host(value):

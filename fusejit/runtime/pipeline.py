@@ -12,10 +12,9 @@ log, fusion_log, cache_log = topic("compile"), topic("fusion"), topic("cache")
 
 
 def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), disk_cache=True,
-                  written=None, fails_late=False):
+                  written=None):
     """Returns (program, pipeline_run, {"compiled": n, "reused": n}). ``written``: output index
-    -> input position of each array the body updates in place (see ``deferred_writes``).
-    ``fails_late``: the replay may still fail after the program ran (``lower``)."""
+    -> input position of each array the body updates in place (see ``deferred_writes``)."""
     run = _optimize(graph, target, pipeline, disk_cache)
     before = codegen.kernel_stats()
     if target == "cuda":
@@ -27,8 +26,7 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), dis
                                                for out, position in written.items()})
         finals = {position: optimized.outputs[out] for out, position in written.items()
                   if out not in deferred}
-        program = lower(optimized, target, guards, written=finals, deferred=deferred,
-                        fails_late=fails_late)
+        program = lower(optimized, target, guards, written=finals, deferred=deferred)
     after = codegen.kernel_stats()
     counts = {k: after[k] - before[k] for k in ("compiled", "reused")}
     for refusal in run.stats.get("fuse", {}).get("refusals", ()):

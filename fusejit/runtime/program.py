@@ -237,14 +237,12 @@ def _split_slices(node: Node) -> list[tuple]:
     return bounds
 
 
-def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=None,
-          fails_late: bool = False) -> Program:
+def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=None) -> Program:
     """``written``: position among the graph's inputs of each caller's array the body updates
     in place -> the Var written back into it (writes on the way there may go straight into
     the array, ``passes.in_place_writes``, and so may the kernel computing it,
     ``passes.in_place_updates``). ``deferred``: the writes the runtime makes after the run
-    (``deferred_writes``). ``fails_late``: something after the run may still fail (an
-    attribute set through its class's own code), so no kernel stores over a caller's array."""
+    (``deferred_writes``)."""
     slot_of = {var: i for i, var in enumerate(graph.inputs)}
     constants: dict[int, np.ndarray] = {}
     count = [len(graph.inputs)]
@@ -262,8 +260,7 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
     raw_steps, kernels = [], []
     writes = in_place_writes(graph, written) if target == "cpu" else frozenset()
     arena_plan = arena_offsets(graph, writes) if target == "cpu" else ({}, 0, {})
-    donated = _donated(graph, guards, written, writes, deferred) \
-        if target == "cpu" and not fails_late else {}
+    donated = _donated(graph, guards, written, writes, deferred) if target == "cpu" else {}
     donors = {**arena_plan[2], **donated}
     callers = _callers_arrays(graph, writes)
     for node in graph.nodes:

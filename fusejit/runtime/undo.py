@@ -17,7 +17,6 @@ import threading
 import numpy as np
 
 from ..ir import indexing
-from .device import copy_into, is_device_array, to_host
 
 _local = threading.local()
 
@@ -31,21 +30,10 @@ def recording():
         yield
     except BaseException:
         for target, key, old in reversed(journal):
-            if is_device_array(target):   # kept whole (``keep``)
-                copy_into(target, old)
-            else:
-                target[key] = old
+            target[key] = old
         raise
     finally:
         _local.journal = outer
-
-
-def keep(target: np.ndarray, key) -> None:
-    """Note ``target[key]``'s contents in the open journal before the runtime writes there
-    (``write_all`` under a replay that may still fail afterwards). A device array's contents
-    are kept whole, on the host."""
-    old = to_host(target) if is_device_array(target) else np.array(target[key], copy=True)
-    _local.journal.append((target, key, old))
 
 
 def writer(op: str, encoded_key, journaled: bool):
