@@ -10,7 +10,7 @@ from numba.core.errors import NumbaError
 
 from .. import config
 from ..logs import topic
-from ..tracer import Trace, unflatten
+from ..tracer import Trace, flatten, unflatten
 from ..tracer.returned_views import apply_views
 from . import undo
 from .deferred_writes import check_writeable, write_all
@@ -52,23 +52,25 @@ class CompiledEntry:
                 return RETRACE
         if trace.mutations and _aliased_writes(trace, leaves, inputs, captured):
             return ALIASED
+        rebound = _rebind_targets(trace.attr_writes, leaves, self.owner) \
+            if trace.attr_writes else ()
+        if rebound is None:
+            return RETRACE
         if self.program.donated:   # a kernel stores into one: all must take the writes first
             targets = [leaves[m.index] if m.target == "arg" else captured[m.index]
                        for m in trace.mutations]
             check_writeable(targets)
             if any(overlaps_itself(t) for t in targets if isinstance(t, np.ndarray)):
                 return ALIASED
-        checked = self.checked_rebinds
-        journal = undo.recording() if self.program.caller_writes or checked else \
-            contextlib.nullcontext()
+        journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
         with journal:   # writes into the caller's arrays are undone if the replay fails
             values = self.program.run(inputs + list(captured) if captured else inputs)
             if trace.mutations:
                 write_all(self.program, [(leaves[m.index] if m.target == "arg" else
                                           captured[m.index], m.output) for m in trace.mutations],
-                          values, journaled=checked)
-            if trace.attr_writes:
-                _rebind_all(trace.attr_writes, values, leaves, self.owner)
+                          values)
+        for write, target in zip(trace.attr_writes, rebound, strict=True):
+            _replay_attr_write(write, target, values)
         self.hits += 1
         if self.plain_outputs:  # every output a plain array: skip the per-leaf dispatch
             return unflatten(trace.out_treedef, [values[leaf.index] for leaf in trace.out_leaves])
@@ -83,12 +85,6 @@ class CompiledEntry:
         if trace.captures or trace.mutations or trace.attr_writes:
             return None
         return _straight_run(trace, self.program)
-
-    @functools.cached_property
-    def checked_rebinds(self) -> bool:
-        """An attribute is set through its class's own code, which may raise: the writes into
-        the caller's arrays before it are journaled, to be undone (``_rebind_all``)."""
-        return any(write.checked for write in self.trace.attr_writes)
 
     @functools.cached_property
     def plain_outputs(self) -> bool:
@@ -296,34 +292,29 @@ def _output(leaf, values, leaves, captured):
     return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const
 
 
-def _rebind_all(writes, values, leaves, owner) -> None:
-    """``self.w = self.w - lr * g`` in the body: rebind each attribute after every replay.
-    When one assignment raises (its class's ``__setattr__`` or property refuses it now), the
-    attributes rebound before it get their old values back and the error propagates: the
-    replay is undone and the call traces again, which raises where the body does."""
-    done = []
-    try:
-        for write in writes:
-            target = owner if write.leaf is None else leaves[write.leaf]
-            old = vars(target).get(write.name, _UNSET)
-            scalars = write.scalars or (False,) * len(write.outputs)
-            items = [values[i][()] if scalar else values[i]
-                     for i, scalar in zip(write.outputs, scalars, strict=True)]
-            setattr(target, write.name, unflatten(write.treedef, items))
-            done.append((target, write.name, old))
-    except Exception as exc:
-        for target, name, old in reversed(done):
-            if old is _UNSET:
-                vars(target).pop(name, None)
-            else:
-                vars(target)[name] = old
-        raise RebindRefused(f"setting .{write.name} raised {type(exc).__name__}: {exc}") \
-            from exc
+def _rebind_targets(writes, leaves, owner) -> list | None:
+    """The object each attribute rebinding sets, found again by its path from the argument
+    (``net.layers[1]``); None (trace again) when a path no longer leads to an object, or an
+    attribute no longer holds a container of the structure the trace saw (``m.losses =
+    m.losses + [loss]`` grows it on every call)."""
+    targets = []
+    for write in writes:
+        target = owner if write.leaf is None else leaves[write.leaf]
+        try:
+            for step, key in write.steps:
+                target = getattr(target, key) if step == "attr" else target[key]
+            if write.old_tree is not None and \
+                    flatten(getattr(target, write.name))[1] != write.old_tree:
+                return None
+        except (AttributeError, LookupError, TypeError):
+            return None
+        targets.append(target)
+    return targets
 
 
-class RebindRefused(Exception):
-    """The user's class refused an attribute the replay set (never a fusejit bug, even when
-    it raised ``AttributeError``): the call traces again."""
-
-
-_UNSET = object()
+def _replay_attr_write(write, target, values) -> None:
+    """``self.w = self.w - lr * g`` in the body: rebind the attribute after every replay."""
+    scalars = write.scalars or (False,) * len(write.outputs)
+    items = [values[i][()] if scalar else values[i]
+             for i, scalar in zip(write.outputs, scalars, strict=True)]
+    setattr(target, write.name, unflatten(write.treedef, items))

@@ -1,49 +1,65 @@
 """Python side effects that a replay would lose, found by comparing argument objects.
 
-Before recording, each static argument object (a non-pytree leaf with a ``__dict__``, and
-``fn.__self__`` for a bound method) has its attributes copied shallowly, and every list or
-dict held by such an attribute has its items noted too. After recording:
+Before recording, each argument object (a non-pytree leaf with a ``__dict__`` or
+``__slots__``, and ``fn.__self__`` for a bound method), the user objects it holds down to
+``MAX_DEPTH`` steps (``self.layers[0]``, ``net.inner``), and the classes of the argument
+objects have their attributes copied shallowly; every list or dict held by such an attribute
+has its items noted too. After recording:
 
-- an attribute rebound to a pytree whose leaves are all traced arrays becomes an
-  ``AttrWrite``: the runtime sets it again after each replay (``self.w = self.w - lr * g``);
-- an attribute rebound to anything else holding traced values (a traced Python float, a mix
-  with untraced leaves), or a list or dict attribute whose items changed and now hold traced
-  values (``self.history.append(loss)``, ``self.m[k] = 0.9 * self.m[k] + g``), makes the
-  trace an eager fallback: replay would lose it.
+- an attribute of an object's ``__dict__`` rebound to a pytree whose leaves are all traced
+  arrays becomes an ``AttrWrite``: the runtime finds the object again by its path and sets the
+  attribute after each replay (``self.w = self.w - lr * g``, ``for l in net.layers: l.w =
+  l.w - g``);
+- any other change holding traced values or arrays makes the trace an eager fallback, since
+  replay would lose it: an attribute rebound to a traced Python float, to a mix of traced and
+  untraced leaves, or to an array the body did not compute (``b.cur, b.prev = b.prev,
+  b.cur``); a traced value stored into a list or dict attribute (``self.history.append(loss)``),
+  a slot, or a class attribute; an attribute set through its class's own code (a custom
+  ``__setattr__``, a property setter), which a replay would not run; a deleted attribute.
 
-Either way the object is left holding concrete values, never proxies. Rebinding to untraced
-values (``self.steps += 1``) is a Python side effect that happens only while tracing.
+Either way the objects are left holding concrete values, never proxies. Rebinding to untraced
+values without arrays (``self.steps += 1``) is a Python side effect that happens only while
+tracing.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
+import sys
 import types
 from dataclasses import dataclass
 
 import numpy as np
 
+from .captures import MAX_DEPTH
 from .context import unwrap
+from .loc import classify
 from .pytree import TreeDef, flatten, is_traced_leaf
 
 _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
+_MAX_OBJECTS = 256   # objects snapshotted per trace (a model's layers, not a whole library)
+_WATCH_DEPTH = 2 * MAX_DEPTH   # steps below a root whose objects are snapshotted
 
 
 @dataclass(frozen=True)
 class AttrWrite:
-    leaf: int | None          # argument leaf index of the object; None: ``fn.__self__``
+    leaf: int | None          # argument leaf index of the root object; None: ``fn.__self__``
     name: str
     treedef: TreeDef
     outputs: tuple[int, ...]  # graph output index of each leaf of the new value
     scalars: tuple[bool, ...] = ()  # leaf k was a NumPy scalar (runtime: ``v[()]``)
-    checked: bool = False     # the class runs its own code on assignment: it may raise
+    steps: tuple = ()         # ("attr", name) / ("item", key) from the root to the object
+    old_tree: TreeDef | None = None  # a container it held before: replays check it still does
 
 
 @dataclass
 class Snapshot:
     leaf: int | None
+    steps: tuple
     obj: object
     attrs: dict
     lists: dict               # attribute name -> the items of the list or dict it held
+    label: str
 
 
 def watchable(obj) -> bool:
@@ -52,16 +68,77 @@ def watchable(obj) -> bool:
 
 
 def snapshot(leaves, fn=None) -> list[Snapshot]:
-    targets = [(i, leaf) for i, leaf in enumerate(leaves) if watchable(leaf)]
+    roots = [(i, leaf, f"argument {i}") for i, leaf in enumerate(leaves) if _object(leaf)]
     owner = getattr(fn, "__self__", None)
-    if owner is not None and watchable(owner):
-        targets.append((None, owner))
-    snaps = []
-    for index, obj in targets:
-        attrs = dict(vars(obj))
-        lists = {k: _items(v) for k, v in attrs.items() if type(v) in (list, dict)}
-        snaps.append(Snapshot(index, obj, attrs, lists))
+    if owner is not None and _object(owner):
+        roots.append((None, owner, "self"))
+    snaps: list[Snapshot] = []
+    seen: set[int] = set()
+    for index, obj, label in roots:
+        _walk(obj, index, (), label, _WATCH_DEPTH, snaps, seen)
+    classes = {id(type(obj)): type(obj) for _, obj, _ in roots if _user_object(obj)}
+    for cls in classes.values():
+        attrs = dict(vars(cls))
+        snaps.append(Snapshot(-1, (), cls, attrs, _lists(attrs), f"class {cls.__name__}"))
     return snaps
+
+
+def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
+    """Snapshot ``obj`` and the user objects it holds (directly or in a list, tuple or dict
+    attribute), ``depth`` steps down."""
+    if id(obj) in seen or len(snaps) >= _MAX_OBJECTS:
+        return
+    seen.add(id(obj))
+    attrs = _attributes(obj)
+    snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label))
+    for name, value in attrs.items():
+        here = (*steps, ("attr", name))
+        if depth > 1 and _object(value) and _user_object(value):
+            _walk(value, leaf, here, f"{label}.{name}", depth - 1, snaps, seen)
+        elif depth > 2 and type(value) in (list, tuple, dict):
+            items = value.items() if type(value) is dict else enumerate(value)
+            for key, item in items:
+                if _object(item) and _user_object(item):
+                    _walk(item, leaf, (*here, ("item", key)), f"{label}.{name}[{key!r}]",
+                          depth - 2, snaps, seen)
+
+
+def _object(value) -> bool:
+    from .scalars import TracedFloat
+    from .tracer import Tracer
+    if isinstance(value, (Tracer, TracedFloat)):
+        return False
+    return watchable(value) or (not is_traced_leaf(value) and not isinstance(value, _OPAQUE)
+                                and bool(_slot_names(type(value))))
+
+
+def _user_object(obj) -> bool:
+    module = sys.modules.get(type(obj).__module__)
+    return classify(getattr(module, "__file__", None) or "<unknown>") == "user"
+
+
+def _attributes(obj) -> dict:
+    """The object's ``__dict__`` and the slots that hold a value."""
+    attrs = dict(vars(obj)) if isinstance(obj, type) or watchable(obj) else {}
+    for name in _slot_names(type(obj)):
+        with contextlib.suppress(AttributeError):   # a slot never set
+            attrs[name] = object.__getattribute__(obj, name)
+    return attrs
+
+
+def _slot_names(cls) -> list[str]:
+    if cls is type:
+        return []
+    names = []
+    for base in cls.__mro__:
+        slots = vars(base).get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else \
+            [s for s in slots if s not in ("__dict__", "__weakref__")]
+    return names
+
+
+def _lists(attrs: dict) -> dict:
+    return {k: _items(v) for k, v in attrs.items() if type(v) in (list, dict)}
 
 
 def has_traced(value) -> bool:
@@ -76,7 +153,10 @@ def detect(recorder, snaps) -> list[AttrWrite]:
     caller turns them into graph output indices); sets the recorder's fallback for the rest."""
     writes = []
     for snap in snaps:
-        for name, value in list(vars(snap.obj).items()):
+        current = _attributes(snap.obj)
+        if any(name not in current for name in snap.attrs) and snap.leaf != -1:
+            _lose(recorder, f"an attribute of {snap.label} deleted")
+        for name, value in current.items():
             write = _check_attr(recorder, snap, name, value)
             if write is not None:
                 writes.append(write)
@@ -84,8 +164,7 @@ def detect(recorder, snaps) -> list[AttrWrite]:
 
 
 def _check_attr(recorder, snap, name, value):
-    from .tracer import Tracer
-    label = f"{'self' if snap.leaf is None else f'argument {snap.leaf}'}.{name}"
+    label = f"{snap.label}.{name}"
     old = snap.attrs.get(name, _MISSING)
     if old is value:
         if name in snap.lists and _items(value) != snap.lists[name] and has_traced(value):
@@ -95,27 +174,67 @@ def _check_attr(recorder, snap, name, value):
             else:
                 value[:] = unwrap(value)
         return None
-    if not has_traced(value):
-        return None
     leaves, treedef = flatten(value)
-    vars(snap.obj)[name] = unwrap(value)   # not through the class's own code again
-    if not all(isinstance(x, Tracer) for x in leaves):
-        _lose(recorder, f"{label} rebound to a value the replay cannot rebuild")
+    if _release_objects(recorder, [x for x in leaves if _object(x)], f"{label}", MAX_DEPTH):
         return None
+    if not any(isinstance(x, np.ndarray) for x in leaves) and not has_traced(value):
+        return None
+    _store(snap.obj, name, unwrap(value))
+    why = _unreplayable(snap, name, leaves)
+    if why:
+        _lose(recorder, f"{label} {why}")
     if recorder.fallback is not None:
         return None
     scalars = tuple(isinstance(x.value, np.generic) for x in leaves)
-    return AttrWrite(snap.leaf, name, treedef, tuple(leaves), scalars,
-                     runs_code_on_assignment(type(snap.obj), name))
+    old_tree = flatten(old)[1] if type(old) in (list, tuple, dict) else None
+    return AttrWrite(snap.leaf, name, treedef, tuple(leaves), scalars, snap.steps, old_tree)
 
 
-def runs_code_on_assignment(cls: type, name: str) -> bool:
-    """``obj.name = value`` runs ``cls``'s own code (a ``__setattr__``, a property setter or
-    another data descriptor), which may raise on a later call where it did not while tracing
-    (an object frozen since): the replay must then be undone before the body runs eagerly."""
-    if cls.__setattr__ is not object.__setattr__:
-        return True
-    return hasattr(type(inspect.getattr_static(cls, name, None)), "__set__")
+def _release_objects(recorder, objects, label: str, depth: int) -> bool:
+    """Whether objects the body bound to an attribute (``m.inner = Model()``) hold traced
+    values, ``depth`` steps down: a replay cannot rebuild them, so the trace runs eagerly and
+    they get concrete values."""
+    found = False
+    for obj in objects:
+        for name, value in _attributes(obj).items():
+            leaves = flatten(value)[0]
+            if has_traced(value):
+                _store(obj, name, unwrap(value))
+                found = True
+            elif depth > 1:
+                found |= _release_objects(recorder, [x for x in leaves if _object(x)],
+                                          label, depth - 1)
+    if found:
+        _lose(recorder, f"{label} rebound to an object holding traced values")
+    return found
+
+
+def _unreplayable(snap, name, leaves) -> str:
+    """Why replay cannot rebind ``snap.obj.name`` to these leaves ("" when it can)."""
+    from .tracer import Tracer
+    cls = type(snap.obj)
+    if snap.leaf == -1:
+        return "(a class attribute) rebound to a traced value"
+    if len(snap.steps) >= MAX_DEPTH:   # its arrays were read as plain ones (capture_proxies)
+        return f"rebound more than {MAX_DEPTH} steps below the argument"
+    if not all(isinstance(x, Tracer) for x in leaves):
+        return "rebound to a value the replay cannot rebuild"
+    if not watchable(snap.obj) or name not in vars(snap.obj):
+        return "(a slot) rebound to a traced value"
+    if not isinstance(cls.__setattr__, types.WrapperDescriptorType) or \
+            hasattr(type(inspect.getattr_static(cls, name, None)), "__set__"):
+        return f"set through {cls.__name__}'s own code (__setattr__ or a property)"
+    return ""
+
+
+def _store(obj, name: str, value) -> None:
+    """Put a concrete value back, without running the class's own code again."""
+    if isinstance(obj, type):
+        type.__setattr__(obj, name, value)
+    elif watchable(obj) and name in vars(obj):
+        vars(obj)[name] = value
+    else:
+        object.__setattr__(obj, name, value)
 
 
 _MISSING = object()

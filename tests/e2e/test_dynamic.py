@@ -375,14 +375,140 @@ def test_an_attribute_refused_on_replay_leaves_the_state_eager_numpy_leaves():
     assert states[0][4] == "w is frozen"
 
 
-@pytest.mark.parametrize("model, stored", [(Model, 1), (Freezable, 0)])
-def test_an_argument_update_is_stored_by_its_kernel_unless_a_rebinding_may_raise(model, stored):
-    # Freezable may refuse the rebinding after the kernel ran: m is then written back, not
-    # stored over (a store could not be undone).
-    args = model(), np.ones(3), np.arange(3.0)
+def test_an_attribute_set_through_the_class_s_own_code_runs_eagerly():
+    # Replay would not run Freezable.__setattr__ (nor a property setter): it could neither
+    # refuse the rebinding nor apply a non-idempotent one (``v * 2``) exactly once.
     compiled = fusejit.compile(momentum_step)
+    args = Freezable(), np.ones(3), np.arange(3.0)
     compiled(*args)
-    assert len(compiled.entry_for(*args).paths[0].program.donated) == stored
+    assert compiled.cache_info()["eager_signatures"] == 1
+    assert "set through Freezable's own code" in str(compiled.explain(*args))
+
+
+class Layer:
+    def __init__(self, value):
+        self.w = np.full(3, value)
+
+
+class Net:
+    def __init__(self):
+        self.layers = [Layer(0.0), Layer(1.0)]
+        self.head = {"out": Layer(2.0)}
+        self.inner = Model()
+
+
+def sgd_nested(net, g):
+    for layer in net.layers:
+        layer.w = layer.w - g
+    net.head["out"].w = net.head["out"].w * 0.5
+    net.inner.b = net.inner.b + g
+    return g.sum()
+
+
+def _net_state(net):
+    return [layer.w for layer in net.layers] + [net.head["out"].w, net.inner.b]
+
+
+def test_attributes_rebound_on_objects_held_by_an_argument_are_replayed():
+    # Before, the objects below the argument kept a Tracer and replays lost every update.
+    eager, got = Net(), Net()
+    compiled = fusejit.compile(sgd_nested)
+    for call in range(4):
+        g = np.full(3, call + 1.0)
+        assert_same(sgd_nested(eager, g), compiled(got, g))
+        for e, c in zip(_net_state(eager), _net_state(got), strict=True):
+            assert_same(e, c)
+    assert compiled.cache_info()["hits"] == 3
+
+
+class Slotted:
+    __slots__ = ("w",)
+
+    def __init__(self):
+        self.w = np.ones(3)
+
+
+class Base:
+    scale = np.ones(3)
+
+
+def _rebind_slot(s, g):
+    s.w = s.w + g
+    return s.w * 2
+
+
+def _rebind_class_attribute(m, g):
+    type(m).scale = type(m).scale + g
+    return type(m).scale * 1
+
+
+def _swap_buffers(b, g):
+    b.w, b.b = b.b, b.w        # rebound to arrays the body did not compute
+    b.w += g
+    return b.w.sum()
+
+
+def _grow_history(m, g):
+    m.history = m.history + [g.sum()]
+    return g * 1
+
+
+def _delete(m, g):
+    scratch = m.b
+    del m.b                    # the caller sets it again before each call
+    return scratch * g
+
+
+def _too_deep(net, g):
+    net.inner.w = net.inner.w - g       # fine: two steps
+    net.layers[0].inner.w = net.layers[0].inner.w - g   # four steps: read as a plain array
+    return g * 1
+
+
+def _new_object(m, g):
+    m.inner = Model()
+    m.inner.w = m.inner.w * g           # a traced value in an object the body created
+    return m.inner.w.sum()
+
+
+def _with_history(model):
+    model.history = []
+    return model
+
+
+@pytest.mark.parametrize("body, make, reason", [
+    (_rebind_slot, Slotted, "(a slot) rebound"),
+    (_rebind_class_attribute, lambda: type("Scaled", (Base,), {})(), "(a class attribute)"),
+    (_swap_buffers, Model, "rebound to a value the replay cannot rebuild"),
+    (_grow_history, lambda: _with_history(Model()), None),
+    (_delete, Model, "deleted"),
+    (_too_deep, lambda: _with_net_layers_inner(), "more than 3 steps"),
+    (_new_object, Model, "rebound to an object holding traced values"),
+], ids=["slot", "class-attribute", "swap", "growing-list", "del", "too-deep", "new-object"])
+def test_object_changes_a_replay_cannot_make_run_eagerly(body, make, reason):
+    eager, got = make(), make()
+    compiled = fusejit.compile(body)
+    for call in range(4):
+        g = np.full(3, call + 1.0)
+        if body is _delete:
+            eager.b, got.b = np.arange(3.0), np.arange(3.0)
+        assert_same(body(eager, g), compiled(got, g))
+        for name in ("w", "b", "history"):
+            if hasattr(eager, name):
+                assert_same(getattr(eager, name), getattr(got, name))
+        assert not hasattr(got, "b") or type(got.b) is np.ndarray
+    if type(eager).__name__ == "Scaled":
+        assert_same(type(eager).scale, type(got).scale)
+    if reason is not None:
+        assert compiled.cache_info()["eager_signatures"] == 1
+        assert reason in str(compiled.explain(got, g))
+
+
+def _with_net_layers_inner():
+    net = Model()
+    net.inner, net.layers = Model(), [Model()]
+    net.layers[0].inner = Model()
+    return net
 
 
 def test_a_body_that_raises_leaves_no_tracer_on_the_objects_it_changed():
@@ -412,3 +538,23 @@ def test_guards_on_nan_values_hold_for_the_same_nan():
         assert_same(scaled(x), compiled(x))
     info = compiled.cache_info()
     assert info["traces"] == 1 and info["hits"] == 2
+
+
+class Params:
+    """Attributes kept in a dict, with a ``__getattr__`` that raises KeyError for others."""
+
+    def __init__(self):
+        object.__setattr__(self, "_p", {"w": np.ones(3)})
+
+    def __getattr__(self, name):
+        return self._p[name]
+
+
+def test_an_argument_whose_getattr_raises_key_error_is_not_taken_for_a_device_array():
+    # Before, looking for __cuda_array_interface__ raised the KeyError out of the call.
+    def shifted(p, x):
+        return p.w + x
+
+    compiled = fusejit.compile(shifted)
+    for _ in range(2):
+        assert_same(shifted(Params(), np.arange(3.0)), compiled(Params(), np.arange(3.0)))
