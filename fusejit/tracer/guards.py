@@ -16,9 +16,10 @@ Decisions (each pinned by a test in ``tests/tracer/test_guards.py``):
   subclass holding a weak-f64 proxy of its value. Returning it, storing it in the result,
   formatting it (f-strings, ``%``, ``str``, ``print``, logging) records no guard (a returned
   string holding its text runs the signature eagerly: ``outputs._holds_formatted_text``).
-  Arithmetic with Python numbers keeps tracing (Python-float semantics as weak f64 nodes);
-  mixed with arrays it goes through NumPy (``__array_ufunc__``) with NEP 50 weak-scalar
-  promotion. A comparison records the comparison node and guards its bool; ``bool()``,
+  Arithmetic with Python numbers and Python-float arguments keeps tracing (Python-float
+  semantics as weak f64 nodes; with a Python complex, Python's own on the guarded value); mixed
+  with arrays it goes through NumPy (``__array_ufunc__``) with NEP 50 weak-scalar promotion.
+  A comparison records the comparison node and guards its bool; ``bool()``,
   ``hash()``, ``round()``, ``math.floor``, ``int()`` and ``float()`` of it guard the value.
 - ``int(t)``, ``__index__`` and ``.item()`` of integer, bool or complex arrays, and ``.tolist()``
   guard at once and return plain Python values. Ints are not given provenance on purpose: an
@@ -29,7 +30,8 @@ Decisions (each pinned by a test in ``tests/tracer/test_guards.py``):
   that branches on data every step would otherwise record one guard per step.
 
 Limits: C code that reads a float subclass directly (``math.exp``, ``np.asarray``, ``np.array``
-of a list, ``np.full``, ``np.float64(...)``) sees a plain float: such a result is frozen.
+of a list, ``np.full``, ``np.float64(...)``, a Python complex's own operators: ``1j * v``) sees
+a plain float: such a result is frozen.
 """
 from __future__ import annotations
 
@@ -170,6 +172,13 @@ def to_float(tracer) -> float:
             add_guard(tracer.recorder, tracer.ir_var, "float", value)
         return value
     return python_float(tracer.recorder, _scalar_var(tracer, np.float64), tracer.value)
+
+
+def guarded_value(tracer) -> float:
+    """A weak scalar's Python float, guarded: Python computes with it (``lr * 1j``)."""
+    if _live(tracer):
+        add_guard(tracer.recorder, tracer.ir_var, "float", tracer.value)
+    return tracer.value
 
 
 @_noting_raises

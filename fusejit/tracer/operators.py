@@ -1,7 +1,8 @@
 """Python operators and ndarray methods on ``Tracer``, forwarded to NumPy's own entry points.
 
-Arithmetic between weak scalars only (a Python-float argument and Python numbers) stays Python
-arithmetic, as in eager code: ``lr * 0.5`` is a Python float, recorded as a weak f64 value.
+Arithmetic between weak scalars only (a Python-float argument, Python numbers and the
+``TracedFloat`` of ``.item()``) stays Python arithmetic, as in eager code: ``lr * 0.5`` and
+``lr * loss`` are Python floats, recorded as weak f64 values.
 """
 from __future__ import annotations
 
@@ -10,16 +11,22 @@ import operator
 import numpy as np
 
 from .context import surface
+from .guards import guarded_value
+from .scalars import TracedFloat
 from .tracer import Tracer
 
 
 def _is_weak(x) -> bool:
     if isinstance(x, Tracer):
         return x.weak
-    return type(x) in (int, float)
+    return type(x) in (bool, int, float, complex) or isinstance(x, TracedFloat)
 
 
 def _weak_arith(py_op, ufunc, a, b):
+    if complex in (type(a), type(b)):
+        # ``lr * 1j``: Python computes it from the float's value, guarded. The runtime returns
+        # no Python complex, and NumPy's complex division and power are not Python's.
+        return py_op(*(guarded_value(x) if isinstance(x, Tracer) else x for x in (a, b)))
     from .ufuncs import record_ufunc
     record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=True)
     return surface(py_op, record, (a, b), {})

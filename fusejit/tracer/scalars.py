@@ -46,6 +46,8 @@ def _plain(x):
 
 def _arith(py_op, ufunc):
     def apply(a, b):
+        if type(a) is complex or type(b) is complex:  # Python computes it from the exact value
+            return py_op(*(x._guard() if isinstance(x, TracedFloat) else x for x in (a, b)))
         if not (_is_py_number(a) and _is_py_number(b)):
             return NotImplemented
         a, b = (int(x) if type(x) is bool else x for x in (a, b))
@@ -59,6 +61,8 @@ def _compare(py_op, ufunc):
     def apply(self, other):
         if isinstance(other, (Tracer, np.ndarray, np.generic)):
             return NotImplemented
+        if type(other) is complex:   # Python compares the exact value
+            return py_op(self._guard(), other)
         if not _is_py_number(other):
             return py_op(float.__float__(self), other)
         if not self.live():

@@ -7,6 +7,7 @@ subnormal results to zero.
 """
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -268,6 +269,44 @@ def test_scalar_promotion_follows_nep50(name, fn, args, dtype):
     for _ in range(2):
         assert_bitwise(expected, compiled(*args), tolerance={np.dtype(F32): (1e-6, 0.0),
                                                              np.dtype(F64): (1e-15, 0.0)})
+
+
+# Python scalars stay Python scalars: a Python-float argument (``lr``, a weak f64 input) and the
+# TracedFloat of ``.item()``, with each other, Python literals and NumPy scalars (NEP 50).
+PY_SCALARS = {
+    "arg": lambda x, lr: lr, "item": lambda x, lr: x.sum().item(),
+    "float()": lambda x, lr: float(x.sum()), "int": lambda x, lr: 3,
+    "float": lambda x, lr: 2.5, "bool": lambda x, lr: True, "complex": lambda x, lr: 0.5 + 1.5j,
+    "np_float32": lambda x, lr: F32(2.5), "np_float64": lambda x, lr: F64(2.5),
+}
+SCALAR_OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+              operator.mod, operator.pow, operator.eq, operator.lt]
+
+
+def _scalar_pairs():
+    for left in PY_SCALARS:
+        for right in PY_SCALARS:
+            # ``1j * loss``: Python's complex reads the float subclass itself (docs/tracing.md)
+            if {left, right} & {"arg", "item"} and (left, right) != ("complex", "item"):
+                yield left, right
+
+
+@pytest.mark.parametrize("left, right", list(_scalar_pairs()))
+def test_python_scalar_arithmetic_keeps_python_and_numpy_scalar_types(left, right):
+    with_complex = "complex" in (left, right)   # //, % and < of a complex: Python's TypeError
+    ops = [op for op in SCALAR_OPS
+           if not (with_complex and op in (operator.floordiv, operator.mod, operator.lt))]
+
+    def arithmetic(x, lr):
+        a, b = PY_SCALARS[left](x, lr), PY_SCALARS[right](x, lr)
+        return tuple(op(a, b) for op in ops) + (-a, abs(a), -b, abs(b))
+
+    compiled = fusejit.compile(arithmetic)
+    for k in (1, 2, 3):     # a trace, then replays (or traces after a guard) with new values
+        x, lr = np.array([0.25, 0.5]) * k, 0.5 + 0.75 * k
+        for want, got in zip(arithmetic(x, lr), compiled(x, lr), strict=True):
+            assert_bitwise(want, got)
+    assert compiled.cache_info()["eager_calls"] == 0
 
 
 def test_out_of_range_python_int_raises_like_numpy():
