@@ -174,6 +174,16 @@ def to_float(tracer) -> float:
     return python_float(tracer.recorder, _scalar_var(tracer, np.float64), tracer.value)
 
 
+def guard_divisor(ufunc, divisor) -> None:
+    """Python float arithmetic raises ZeroDivisionError where NumPy's gives inf or nan
+    (``lr / d``, ``loss % d``): a traced divisor is guarded non-zero, so a call where it is
+    zero traces again and raises Python's error."""
+    from .tracer import Tracer
+    if ufunc in (np.true_divide, np.floor_divide, np.remainder) and \
+            isinstance(divisor, Tracer) and _live(divisor) and divisor.value != 0:
+        add_guard(divisor.recorder, np.not_equal(divisor, 0).ir_var, "bool", True)
+
+
 def guarded_value(tracer) -> float:
     """A weak scalar's Python float, guarded: Python computes with it (``lr * 1j``)."""
     if _live(tracer):

@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from .context import surface
-from .guards import guarded_value
+from .guards import guard_divisor, guarded_value
 from .scalars import TracedFloat
 from .tracer import Tracer
 
@@ -28,6 +28,7 @@ def _weak_arith(py_op, ufunc, a, b):
         # no Python complex, and NumPy's complex division and power are not Python's.
         return py_op(*(guarded_value(x) if isinstance(x, Tracer) else x for x in (a, b)))
     from .ufuncs import record_ufunc
+    guard_divisor(ufunc, b)
     record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=True)
     return surface(py_op, record, (a, b), {})
 

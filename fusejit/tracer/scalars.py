@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from .context import active, surface
-from .guards import add_guard
+from .guards import add_guard, guard_divisor
 from .tracer import Tracer, remember_text
 
 
@@ -36,8 +36,10 @@ def _is_py_number(x) -> bool:
 
 def _record_python_op(py_op, ufunc, a, b, weak=True):
     from .ufuncs import record_ufunc
+    a, b = lift(a), lift(b)
+    guard_divisor(ufunc, b)
     record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=weak)
-    return surface(py_op, record, (lift(a), lift(b)), {})
+    return surface(py_op, record, (a, b), {})
 
 
 def _plain(x):

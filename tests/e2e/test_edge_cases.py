@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import fusejit
-from tests.oracle import assert_leaf_same
+from tests.oracle import assert_leaf_same, assert_same
 
 F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64
 TRANSCENDENTAL = {np.dtype(F32): (4e-7, 0.0), np.dtype(F64): (1e-15, 0.0)}
@@ -319,3 +319,21 @@ def test_out_of_range_python_int_raises_like_numpy():
     for _ in range(2):
         with pytest.raises(OverflowError):
             compiled(N32)
+
+
+def test_python_float_division_by_a_traced_zero_raises_as_python_does():
+    # NumPy gives inf or nan where Python raises: the traced divisor is guarded non-zero, so
+    # the call with 0.0 traces again and raises ZeroDivisionError, as eager does.
+    def ratios(x, lr, d):
+        loss = x.sum().item()
+        return lr / d, loss % d, loss // d, x * (lr / d)
+
+    compiled, x = fusejit.compile(ratios), np.arange(3.0)
+    for d in (2.0, 0.5, 0.0, 3.0):
+        if d == 0.0:
+            for fn in (ratios, compiled):
+                with pytest.raises(ZeroDivisionError):
+                    fn(x, 1.0, d)
+            continue
+        assert_same(ratios(x, 1.0, d), compiled(x, 1.0, d))
+    assert compiled.cache_info()["hits"] == 2
