@@ -50,6 +50,9 @@ class CompiledEntry:
             if array is None or array.shape != capture.type.shape or \
                     array.dtype != capture.type.dtype:
                 return RETRACE
+            if capture.aliases and not capture.aliases_hold(leaves, array):
+                raise GuardFailed(f"{capture.description} and its aliases no longer hold "
+                                  "the same array")
         if trace.mutations and _aliased_writes(trace, leaves, inputs, captured):
             return ALIASED
         rebound = _rebind_targets(trace.attr_writes, leaves, self.owner) \

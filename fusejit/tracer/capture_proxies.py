@@ -54,7 +54,8 @@ class _Swaps:
 
     def proxy(self, array, where):
         """The one proxy of ``array``, reading it through ``where`` = (source, steps,
-        label) as in ``captures``."""
+        label) as in ``captures``; each other ``where`` is an alias of its capture."""
+        self.recorder.note_path(array, where[0], where[1])
         proxy = self.proxies.get(id(array))
         if proxy is None:
             source, steps, label = where
@@ -63,30 +64,36 @@ class _Swaps:
             self.arrays[id(proxy)] = array
         return proxy
 
-    def swap(self, value, where: tuple, depth: int = MAX_DEPTH) -> None:
-        """Swap the arrays held by ``value`` (``depth`` levels down) for proxies."""
-        if depth == 0 or id(value) in self.seen:
+    def swap(self, value, where: tuple, depth: int = MAX_DEPTH, again: bool = False) -> None:
+        """Swap the arrays held by ``value`` (``depth`` levels down) for proxies. Below a
+        value reached ``again`` (``a.cfg is b.cfg``), only the new paths to proxies are noted."""
+        if depth == 0:
             return
-        self.seen.add(id(value))
+        again = again or id(value) in self.seen
+        if not again:
+            self.seen.add(id(value))
         if type(value) in (list, dict):
             slots = value
         elif type(value) is tuple:
             for key, item in enumerate(value):
-                self.swap(item, _below(where, "item", key), depth - 1)
+                self.swap(item, _below(where, "item", key), depth - 1, again)
             return
         elif watchable(value) and _user_class(value) and not isinstance(value, Tracer):
             slots = vars(value)
         else:
             return
-        if where[0][0] in ("global", "cell"):
+        if where[0][0] in ("global", "cell") and not again:
             self.shared.append(slots)
         step = "attr" if slots is not value else "item"
         for key, item in _items(slots):
-            if proxyable(item):
-                slots[key] = self.proxy(item, _below(where, step, key))
-                self.containers[id(slots)] = slots
+            if id(item) in self.arrays:        # a proxy put there: another path to its array
+                self.proxy(self.arrays[id(item)], _below(where, step, key))
+            elif proxyable(item):
+                if not again:
+                    slots[key] = self.proxy(item, _below(where, step, key))
+                    self.containers[id(slots)] = slots
             else:
-                self.swap(item, _below(where, step, key), depth - 1)
+                self.swap(item, _below(where, step, key), depth - 1, again)
 
     def restore(self) -> None:
         """Every slot that holds a proxy gets its array back. A traced value the body stored

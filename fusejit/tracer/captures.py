@@ -20,12 +20,16 @@ MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is thre
 @dataclass(frozen=True)
 class Capture:
     """``source`` is ("global", globals_dict, name), ("cell", cell), ("leaf", leaf_index),
-    ("object", obj) or ("const", array); ``steps`` are ("attr", name) / ("item", key)."""
+    ("object", obj) or ("const", array); ``steps`` are ("attr", name) / ("item", key).
+    ``aliases``: Captures of the other paths that held the same array while tracing
+    (``B = A``, ``a.w is b.w``): one capture, so a write through one name is seen through the
+    others; a replay applies only while they all still hold it (``aliases_hold``)."""
 
     description: str
     type: TensorType
     source: tuple = field(default=(), compare=False, repr=False)
     steps: tuple = field(default=(), compare=False, repr=False)
+    aliases: tuple = field(default=(), compare=False, repr=False)
 
     def resolve(self, leaves: list) -> np.ndarray | None:
         """The current array (re-read through the path every call); None when a captured
@@ -47,6 +51,37 @@ class Capture:
             else:
                 obj = _view_again(_array_of(obj), key)
         return _array_of(obj)
+
+    def aliases_hold(self, leaves: list, array: np.ndarray) -> bool:
+        """Whether every alias (a Capture of the same array) still reaches ``array``, what
+        ``resolve`` gave."""
+        for alias in self.aliases:
+            try:
+                other = alias.resolve(leaves)
+            except Exception:  # noqa: BLE001 -- a deleted name: not the same array
+                return False
+            if other is not array and not (_is_view_path(alias.steps, self.steps)
+                                            and _same_memory(other, array)):
+                return False
+        return True
+
+
+def _is_view_path(*paths) -> bool:
+    """A path ending in a ``view`` step makes a new view object on every call."""
+    return any(steps and steps[-1][0] == "view" for steps in paths)
+
+
+def _same_memory(a, b) -> bool:
+    """Two views of the same elements, laid out alike (views taken again every call)."""
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape
+            and a.strides == b.strides and a.dtype == b.dtype
+            and a.flags.writeable == b.flags.writeable
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
+def path_key(source: tuple, steps: tuple) -> tuple:
+    """A hashable identity of a path (its roots by id: a globals dict, a cell, an object)."""
+    return tuple(p if type(p) in (str, int) else id(p) for p in source), steps
 
 
 def _array_of(obj):
@@ -121,19 +156,21 @@ def _children(obj):
 
 
 def _search(obj, target, depth):
-    """Steps from obj to target (identity), breadth-limited to ``depth`` levels."""
+    """Every steps path from obj to target (identity), ``depth`` levels down: obj's own
+    children first, then the paths below each child in turn."""
     if obj is target:
-        return ()
+        yield ()
+        return
     if depth == 0:
-        return None
-    for step, child in _children(obj):
+        return
+    children = _children(obj)
+    for step, child in children:
         if child is target:
-            return (step,)
-    for step, child in _children(obj):
-        found = _search(child, target, depth - 1)
-        if found:
-            return (step,) + found
-    return None
+            yield (step,)
+    for step, child in children:
+        if child is not target:
+            for found in _search(child, target, depth - 1):
+                yield (step, *found)
 
 
 def _steps_text(steps) -> str:
@@ -190,27 +227,28 @@ def _root_value(source, leaves):
     return Capture("", TensorType((), np.float64), source).resolve(leaves)
 
 
-def find_capture(array: np.ndarray, roots: Roots, leaves: list, extra: Roots | None = None):
-    """(source, steps, description) of a path reaching ``array``, or None."""
+def find_captures(array: np.ndarray, roots: Roots, leaves: list,
+                  extra: Roots | None = None) -> list:
+    """(source, steps, description) of every path reaching ``array`` (none: a constant).
+    The first is the capture's; the body may have read it through any of them."""
     candidates = roots.candidates + (extra.candidates if extra else [])
+    found = []
     for source, label in candidates:
         try:
             value = _root_value(source, leaves)
         except (KeyError, ValueError, AttributeError):  # an empty cell, a deleted global
             continue
-        steps = _search(value, array, MAX_DEPTH)
-        if steps is None and isinstance(array.base, np.ndarray):
+        found += [found_path(source, label, steps) for steps in _search(value, array, MAX_DEPTH)]
+        if isinstance(array.base, np.ndarray):
             geometry = _view_geometry(array, array.base)
-            base_steps = geometry and _search(value, array.base, MAX_DEPTH)
-            steps = None if base_steps is None else (*base_steps, geometry)
-        if steps is not None:
-            return found_path(source, label, steps)
-    if isinstance(array.base, np.ndarray):
-        return _view_of_some_capture(array, candidates, leaves)
-    return None
+            found += [found_path(source, label, (*steps, geometry)) for steps in
+                      (_search(value, array.base, MAX_DEPTH) if geometry else ())]
+    if not found and isinstance(array.base, np.ndarray):
+        return list(_views_of_some_capture(array, candidates, leaves))
+    return found
 
 
-def _view_of_some_capture(array, candidates, leaves):
+def _views_of_some_capture(array, candidates, leaves):
     """A view whose base no path reaches (``W[1]`` of ``W = np.arange(6.).reshape(2, 3)``:
     the base is the unnamed ``arange``; ``F.T[0]`` of a Fortran-ordered ``F``) found as a view
     of a reachable contiguous array that holds all of its elements."""
@@ -223,8 +261,7 @@ def _view_of_some_capture(array, candidates, leaves):
             if candidate is not array and np.may_share_memory(candidate, array):
                 geometry = _view_geometry(array, candidate)
                 if geometry is not None:
-                    return found_path(source, label, (*steps, geometry))
-    return None
+                    yield found_path(source, label, (*steps, geometry))
 
 
 def found_path(source, label, steps):

@@ -16,7 +16,7 @@ import numpy as np
 from .. import config, fperrors
 from ..errors import EagerFallback, FusejitError, UnsupportedError
 from ..ir import Lit, Loc, Node, TensorType, Var, ops
-from .captures import Roots, find_capture
+from .captures import Capture, Roots, find_captures, path_key
 from .loc import current_loc, user_frames
 
 _active = threading.local()
@@ -54,6 +54,7 @@ class CaptureRecord:
     source: tuple
     steps: tuple
     live: np.ndarray
+    searched: bool = False   # the paths that reach ``live`` were looked for (a plain read)
 
 
 def sanitize(text: str) -> str:
@@ -84,6 +85,8 @@ class Recorder:
     masked_reads: dict = field(default_factory=dict)  # gathered Var -> masked.MaskedRead
     shape_seen: set = field(default_factory=set)     # Vars whose shape user code looked at
     masked: list = field(default_factory=list)       # masked.MaskedStore, checked at the end
+    paths: dict = field(default_factory=dict)  # id(ndarray) -> (ndarray, [(source, steps)]):
+    #                                            every path seen holding it (Capture.aliases)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -154,6 +157,10 @@ class Recorder:
         (``np.eye(n)``), which no traced write before can have reached."""
         entry = self.raw.get(id(array))
         if entry is not None and entry[0] is array:
+            record = self.captures[entry[2]]
+            if not record.searched:   # read through its proxy so far, now as a plain array
+                record.searched = True
+                self._note_paths(array, self._find(array))
             return entry[1]
         if type(array) is not np.ndarray:
             raise EagerFallback(f"ndarray subclass {type(array).__name__} used in the body")
@@ -178,22 +185,51 @@ class Recorder:
         self.raw[id(record.live)] = [record.live, record.var, len(self.captures) - 1]
         return record.var
 
-    def _capture(self, array: np.ndarray, fresh: bool = False) -> Var:
+    def note_path(self, array: np.ndarray, source: tuple, steps: tuple) -> None:
+        """``array`` is held at ``source`` and ``steps`` (a proxy put there, a plain read)."""
+        entry = self.paths.get(id(array))
+        if entry is None or entry[0] is not array:
+            entry = self.paths[id(array)] = (array, [])
+        entry[1].append((source, steps))
+
+    def aliases(self, record: CaptureRecord) -> tuple:
+        """The paths other than ``record``'s own that held its array while tracing."""
+        entry = self.paths.get(id(record.live))
+        if record.source[0] == "const" or entry is None or entry[0] is not record.live:
+            return ()
+        seen, aliases = {path_key(record.source, record.steps)}, []
+        for source, steps in entry[1]:
+            key = path_key(source, steps)
+            if key not in seen:
+                seen.add(key)
+                aliases.append(Capture(record.description, record.var.type, source, steps))
+        return tuple(aliases)
+
+    def _find(self, array: np.ndarray) -> list:
+        """Every path reaching a plain array the body read: which one it took is unknown."""
         extra = Roots()
         for frame in user_frames(1):
             extra.add_globals(frame.f_globals, frame.f_code)
-        found = find_capture(array, self.roots, self.leaves, extra)
-        if found is None:
+        return find_captures(array, self.roots, self.leaves, extra)
+
+    def _note_paths(self, array: np.ndarray, found: list) -> None:
+        for source, steps, _ in found:
+            self.note_path(array, source, steps)
+
+    def _capture(self, array: np.ndarray, fresh: bool = False) -> Var:
+        found = self._find(array)
+        if not found:
             loc = current_loc()
             where = loc.short().split(" ")[0] if loc else "<unknown>"
             source, steps, text = ("const", array.copy()), (), f"constant used at {where}"
             if self.written and not fresh:
                 self.set_fallback(UNTRACED_AFTER_WRITE, loc)
         else:
-            source, steps, text = found
+            source, steps, text = found[0]
+            self._note_paths(array, found)
         var = Var(TensorType(array.shape, array.dtype), sanitize(text.split(" ")[-1])
                   if found else "const")
-        return self.register_capture(CaptureRecord(text, var, source, steps, array))
+        return self.register_capture(CaptureRecord(text, var, source, steps, array, True))
 
     # -- control -----------------------------------------------------------------------------
     def set_fallback(self, reason: str, loc: Loc | None = None) -> None:

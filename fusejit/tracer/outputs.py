@@ -43,7 +43,7 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
         check_masked_stores(recorder)
         guards = _guards(recorder, outputs, returned)
         fold_constants(recorder, outputs)
-    captures = tuple(Capture(c.description, c.var.type, c.source, c.steps)
+    captures = tuple(Capture(c.description, c.var.type, c.source, c.steps, recorder.aliases(c))
                      for c in recorder.captures)
     inputs = list(recorder.inputs) + [c.var for c in recorder.captures]
     graph = Graph(recorder.name, inputs, recorder.nodes, outputs)

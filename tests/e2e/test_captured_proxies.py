@@ -6,6 +6,7 @@ and state after every call (docs/tracing.md, "Captured arrays are read by refere
 import threading
 
 import numpy as np
+import pytest
 from numpy import zeros
 
 import fusejit
@@ -259,3 +260,135 @@ def test_class_attributes_are_read_again_on_every_call():
     for fill in (0.0, 100.0, 101.0):
         WithTable.table[...] = fill
         assert_same(np.full(3, fill), compiled(model, np.zeros(3)))
+
+
+# Two names bound to one array while tracing are one capture (a write through one is seen
+# through the other); a call after one of them is rebound traces again, never reads the other.
+ALIAS_A = np.ones(3)
+ALIAS_B = ALIAS_A
+
+
+def _read_both_globals(x):
+    return x + ALIAS_A + 2 * ALIAS_B
+
+
+def _write_one_global_read_the_other(x):
+    ALIAS_A[...] += 1
+    return x * ALIAS_B
+
+
+def _steps_on_globals(body):
+    global ALIAS_A, ALIAS_B
+    ALIAS_A = ALIAS_B = np.ones(3)
+    x, seen = np.ones(3), []
+    for rebind in (None, None, "B", "alias", "A"):
+        if rebind == "B":
+            ALIAS_B = np.full(3, 10.0)
+        elif rebind == "alias":
+            ALIAS_B = ALIAS_A
+        elif rebind == "A":
+            ALIAS_A = np.full(3, 5.0)
+        seen += [body(x), ALIAS_A.copy(), ALIAS_B.copy()]
+    return seen
+
+
+def _assert_same_steps(steps, body, compiled) -> None:
+    for expected, got in zip(steps(body), steps(compiled), strict=True):
+        assert_same(expected, got)
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["traces"] == 2   # one more, for the rebinding
+
+
+@pytest.mark.parametrize("body", [_read_both_globals, _write_one_global_read_the_other])
+def test_two_globals_bound_to_one_array_are_each_read_through_their_own_name(body):
+    original = ALIAS_A, ALIAS_B
+    try:
+        _assert_same_steps(_steps_on_globals, body, fusejit.compile(body))
+    finally:
+        globals().update(ALIAS_A=original[0], ALIAS_B=original[1])
+
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+
+def _read_both_holders(a, b):
+    return a.w * 2 + b.w
+
+
+def _write_one_holder_read_the_other(a, b):
+    a.w += 1
+    return b.w * 1.0
+
+
+def _steps_on_two_holders(body):
+    shared = np.ones(3)
+    a, b, seen = Holder(shared), Holder(shared), []
+    for rebind in (None, None, "b", "alias"):
+        if rebind == "b":
+            b.w = np.full(3, 10.0)
+        elif rebind == "alias":
+            a.w = b.w
+        seen += [body(a, b), a.w.copy(), b.w.copy()]
+    return seen
+
+
+@pytest.mark.parametrize("body", [_read_both_holders, _write_one_holder_read_the_other])
+def test_two_argument_objects_sharing_an_array_are_each_read_again(body):
+    _assert_same_steps(_steps_on_two_holders, body, fusejit.compile(body))
+
+
+class TwoNames:
+    def __init__(self):
+        self.a = self.b = np.ones(3)
+
+    def read_both(self, x):
+        return x + self.a + 2 * self.b
+
+    def write_one_read_the_other(self, x):
+        self.a += 1
+        return x * self.b
+
+
+def _steps_on_one_object(method, compile_it):
+    model, x, seen = TwoNames(), np.ones(3), []
+    body = getattr(model, method)
+    body = fusejit.compile(body) if compile_it else body
+    for rebind in (None, None, "b", "alias"):
+        if rebind == "b":
+            model.b = np.full(3, 10.0)
+        elif rebind == "alias":
+            model.b = model.a
+        seen += [body(x), model.a.copy(), model.b.copy()]
+    return seen, body
+
+
+@pytest.mark.parametrize("method", ["read_both", "write_one_read_the_other"])
+def test_two_attributes_of_self_bound_to_one_array_are_each_read_again(method):
+    expected, _ = _steps_on_one_object(method, False)
+    got, compiled = _steps_on_one_object(method, True)
+    for want, have in zip(expected, got, strict=True):
+        assert_same(want, have)
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["traces"] == 2
+
+
+PAIR = (ALIAS_A, ALIAS_A)   # arrays in a tuple are read as plain arrays, found by a search
+
+
+def test_a_plain_array_reachable_through_two_paths_is_read_through_either():
+    global PAIR
+
+    def second(x):
+        return x + PAIR[1]
+
+    compiled, original, shared, x = fusejit.compile(second), PAIR, np.ones(3), np.ones(3)
+    try:
+        PAIR = (shared, shared)
+        for _ in range(2):
+            assert_same(second(x), compiled(x))
+        PAIR = (shared, np.full(3, 10.0))
+        assert_same(np.full(3, 11.0), compiled(x))
+    finally:
+        PAIR = original
