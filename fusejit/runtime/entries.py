@@ -11,6 +11,7 @@ from numba.core.errors import NumbaError
 from .. import config
 from ..logs import topic
 from ..tracer import Trace, flatten, unflatten
+from ..tracer.captures import SizeChanged
 from ..tracer.returned_views import apply_views
 from . import undo
 from .deferred_writes import check_writeable, write_all
@@ -45,7 +46,10 @@ class CompiledEntry:
         trace = self.trace
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
-        captured = [c.resolve(leaves) for c in trace.captures] if trace.captures else ()
+        try:
+            captured = [c.resolve(leaves) for c in trace.captures] if trace.captures else ()
+        except SizeChanged as changed:   # another path may have looped as many times
+            raise GuardFailed(str(changed)) from None
         for capture, array in zip(trace.captures, captured, strict=True):
             if array is None or array.shape != capture.type.shape or \
                     array.dtype != capture.type.dtype:

@@ -30,6 +30,7 @@ class Capture:
     source: tuple = field(default=(), compare=False, repr=False)
     steps: tuple = field(default=(), compare=False, repr=False)
     aliases: tuple = field(default=(), compare=False, repr=False)
+    sizes: tuple = field(default=(), compare=False, repr=False)  # per step (``container_sizes``)
 
     def resolve(self, leaves: list) -> np.ndarray | None:
         """The current array (re-read through the path every call); None when a captured
@@ -43,10 +44,14 @@ class Capture:
             obj = leaves[self.source[1]]
         else:
             obj = self.source[1]
-        for step, key in self.steps:
+        sizes = self.sizes
+        for index, (step, key) in enumerate(self.steps):
             if step == "attr":
                 obj = getattr(obj, key)
             elif step == "item":
+                if sizes and sizes[index] is not None and len(obj) != sizes[index]:
+                    raise SizeChanged(f"{self.description}: a container on its path now "
+                                      f"holds {len(obj)} items, not {sizes[index]}")
                 obj = obj[key]
             else:
                 obj = _view_again(_array_of(obj), key)
@@ -221,6 +226,30 @@ class Roots:
         for name in sorted(code_names(code)):
             if name in globals_dict:
                 self.candidates.append((("global", globals_dict, name), name))
+
+
+class SizeChanged(LookupError):
+    """A list, tuple or dict on a capture's path holds another number of items than while
+    tracing: the body's Python loop over it (``for l in net.layers``) ran another number of
+    times, so the replay does not apply."""
+
+
+def container_sizes(source, steps, leaves) -> tuple:
+    """The size of each list, tuple or dict the path steps into by an item (None for the
+    other steps; () when there is none), as they are now."""
+    sizes: list = []
+    try:
+        obj = _root_value(source, leaves)
+        for step, key in steps:
+            if step == "view":
+                break
+            sizes.append(len(obj) if step == "item" and type(obj) in (list, tuple, dict)
+                         else None)
+            obj = getattr(obj, key) if step == "attr" else obj[key]
+    except Exception:  # noqa: BLE001 -- the body changed the path: nothing to check
+        return ()
+    sizes += [None] * (len(steps) - len(sizes))
+    return tuple(sizes) if any(size is not None for size in sizes) else ()
 
 
 def _root_value(source, leaves):

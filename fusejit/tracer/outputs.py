@@ -8,7 +8,7 @@ import numpy as np
 from ..ir import Graph
 from . import returned_objects
 from .api import Mutation, OutputLeaf, Trace
-from .captures import Capture
+from .captures import Capture, container_sizes
 from .context import UNTRACED_AFTER_WRITE, unwrap
 from .folding import fold_constants
 from .guards import Guard
@@ -43,7 +43,8 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
         check_masked_stores(recorder)
         guards = _guards(recorder, outputs, returned)
         fold_constants(recorder, outputs)
-    captures = tuple(Capture(c.description, c.var.type, c.source, c.steps, recorder.aliases(c))
+    captures = tuple(Capture(c.description, c.var.type, c.source, c.steps, recorder.aliases(c),
+                             container_sizes(c.source, c.steps, recorder.leaves))
                      for c in recorder.captures)
     inputs = list(recorder.inputs) + [c.var for c in recorder.captures]
     graph = Graph(recorder.name, inputs, recorder.nodes, outputs)

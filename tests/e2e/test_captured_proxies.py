@@ -392,3 +392,36 @@ def test_a_plain_array_reachable_through_two_paths_is_read_through_either():
         assert_same(np.full(3, 11.0), compiled(x))
     finally:
         PAIR = original
+
+
+class _Layer:
+    def __init__(self, value):
+        self.w = np.full(3, value)
+
+
+class _Stack:
+    def __init__(self):
+        self.layers = [_Layer(1.0), _Layer(2.0)]
+        self.extra = {"a": _Layer(0.5)}
+
+
+def _through_layers(net, x):
+    for layer in net.layers:
+        x = x * layer.w
+    for layer in net.extra.values():
+        x = x + layer.w
+    return x
+
+
+def test_a_list_or_dict_of_layers_that_changed_size_is_traced_again():
+    # The Python loops ran once per layer while tracing: a replay after an append would
+    # have skipped the new layer. Back at the old sizes, the first path applies again.
+    compiled, net, x = fusejit.compile(_through_layers), _Stack(), np.ones(3)
+    changes = [lambda: None, lambda: net.layers.append(_Layer(3.0)),
+               lambda: net.extra.update(b=_Layer(4.0)), lambda: net.layers.pop(),
+               lambda: net.extra.pop("b"), lambda: setattr(net.layers[0], "w", np.zeros(3))]
+    for change in changes:
+        change()
+        assert_same(_through_layers(net, x), compiled(net, x))
+    info = compiled.cache_info()
+    assert info["traces"] == 4 and info["hits"] == 2 and info["eager_calls"] == 0
