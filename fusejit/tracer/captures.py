@@ -7,6 +7,7 @@ constant: the capture holds a copy taken when the trace first read it.
 """
 from __future__ import annotations
 
+import contextlib
 import types
 from dataclasses import dataclass, field
 
@@ -153,11 +154,32 @@ def _children(obj):
     if isinstance(obj, (types.ModuleType, type, types.FunctionType, np.ndarray)):
         return []
     attrs = getattr(obj, "__dict__", None)
+    slots = slot_items(obj)
     if not isinstance(attrs, dict):
-        return []
+        return [(("attr", k), v) for k, v in slots]
     on_class = [(k, v) for k, v in vars(type(obj)).items()
                 if type(v) is np.ndarray and k not in attrs]   # ``self.table`` of the class
-    return [(("attr", k), v) for k, v in [*attrs.items(), *on_class] if not k.startswith("__")]
+    return [(("attr", k), v) for k, v in [*attrs.items(), *slots, *on_class]
+            if not k.startswith("__")]
+
+
+def slot_names(cls) -> list[str]:
+    """The ``__slots__`` names of ``cls`` and its bases (not ``__dict__``/``__weakref__``)."""
+    names = []
+    for base in getattr(cls, "__mro__", ()):
+        slots = vars(base).get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else \
+            [s for s in slots if s not in ("__dict__", "__weakref__")]
+    return names
+
+
+def slot_items(obj) -> list[tuple[str, object]]:
+    """(name, value) of each slot of ``obj`` that holds a value."""
+    items = []
+    for name in slot_names(type(obj)):
+        with contextlib.suppress(AttributeError):
+            items.append((name, object.__getattribute__(obj, name)))
+    return items
 
 
 def _search(obj, target, depth):

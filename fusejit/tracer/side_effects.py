@@ -23,7 +23,6 @@ tracing.
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
 import sys
 import types
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .captures import MAX_DEPTH
+from .captures import MAX_DEPTH, slot_items, slot_names
 from .context import unwrap
 from .loc import classify
 from .pytree import TreeDef, flatten, is_traced_leaf
@@ -109,7 +108,7 @@ def _object(value) -> bool:
     if isinstance(value, (Tracer, TracedFloat)):
         return False
     return watchable(value) or (not is_traced_leaf(value) and not isinstance(value, _OPAQUE)
-                                and bool(_slot_names(type(value))))
+                                and bool(slot_names(type(value))))
 
 
 def _user_object(obj) -> bool:
@@ -120,21 +119,9 @@ def _user_object(obj) -> bool:
 def _attributes(obj) -> dict:
     """The object's ``__dict__`` and the slots that hold a value."""
     attrs = dict(vars(obj)) if isinstance(obj, type) or watchable(obj) else {}
-    for name in _slot_names(type(obj)):
-        with contextlib.suppress(AttributeError):   # a slot never set
-            attrs[name] = object.__getattribute__(obj, name)
+    if not isinstance(obj, type):
+        attrs.update(slot_items(obj))
     return attrs
-
-
-def _slot_names(cls) -> list[str]:
-    if cls is type:
-        return []
-    names = []
-    for base in cls.__mro__:
-        slots = vars(base).get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else \
-            [s for s in slots if s not in ("__dict__", "__weakref__")]
-    return names
 
 
 def _lists(attrs: dict) -> dict:

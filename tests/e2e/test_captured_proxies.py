@@ -3,6 +3,7 @@
 Each test runs the same steps eagerly on state of its own and compiled, and compares results
 and state after every call (docs/tracing.md, "Captured arrays are read by reference").
 """
+import dataclasses
 import threading
 
 import numpy as np
@@ -425,3 +426,21 @@ def test_a_list_or_dict_of_layers_that_changed_size_is_traced_again():
         assert_same(_through_layers(net, x), compiled(net, x))
     info = compiled.cache_info()
     assert info["traces"] == 4 and info["hits"] == 2 and info["eager_calls"] == 0
+
+
+@dataclasses.dataclass(slots=True)
+class _SlottedLayer:
+    w: np.ndarray
+
+
+def test_an_array_in_a_slot_is_read_by_reference():
+    # Before, a slot's array was copied into the program as a constant.
+    def scaled(layer, x):
+        return layer.w * x
+
+    compiled, layer, x = fusejit.compile(scaled), _SlottedLayer(np.ones(3)), np.arange(3.0)
+    for change in (lambda: None, lambda: setattr(layer, "w", np.full(3, 5.0)),
+                   lambda: layer.w.__setitem__(slice(None), 7.0)):
+        change()
+        assert_same(scaled(layer, x), compiled(layer, x))
+    assert compiled.cache_info()["hits"] == 2
