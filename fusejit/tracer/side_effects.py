@@ -12,14 +12,15 @@ has its items noted too. After recording:
   l.w - g``);
 - any other change holding traced values or arrays makes the trace an eager fallback, since
   replay would lose it: an attribute rebound to a traced Python float, to a mix of traced and
-  untraced leaves, or to an array the body did not compute (``b.cur, b.prev = b.prev,
-  b.cur``); a traced value stored into a list or dict attribute (``self.history.append(loss)``),
-  a slot, or a class attribute; an attribute set through its class's own code (a custom
-  ``__setattr__``, a property setter), which a replay would not run; a deleted attribute.
+  untraced leaves, or to an array that an object held before or the body read (``b.cur,
+  b.prev = b.prev, b.cur``); a traced value stored into a list or dict attribute
+  (``self.history.append(loss)``), a slot, or a class attribute; an attribute set through
+  its class's own code (a custom ``__setattr__``, a property setter), which a replay would
+  not run; a deleted attribute.
 
-Either way the objects are left holding concrete values, never proxies. Rebinding to untraced
-values without arrays (``self.steps += 1``) is a Python side effect that happens only while
-tracing.
+Either way the objects are left holding concrete values, never proxies. Rebinding to new
+untraced values (``self.steps += 1``, ``if self.buf is None: self.buf = np.zeros(n)``) is a
+Python side effect that happens only while tracing.
 """
 from __future__ import annotations
 
@@ -139,18 +140,30 @@ def detect(recorder, snaps) -> list[AttrWrite]:
     """AttrWrites for replayable rebindings, whose ``outputs`` still hold the proxies (the
     caller turns them into graph output indices); sets the recorder's fallback for the rest."""
     writes = []
+    known = _known_arrays(recorder, snaps)
     for snap in snaps:
         current = _attributes(snap.obj)
         if any(name not in current for name in snap.attrs) and snap.leaf != -1:
             _lose(recorder, f"an attribute of {snap.label} deleted")
         for name, value in current.items():
-            write = _check_attr(recorder, snap, name, value)
+            write = _check_attr(recorder, snap, name, value, known)
             if write is not None:
                 writes.append(write)
     return writes
 
 
-def _check_attr(recorder, snap, name, value):
+def _known_arrays(recorder, snaps) -> set[int]:
+    """ids of the arrays the objects held before the body ran, and of those it read."""
+    known = set(recorder.raw)
+    for snap in snaps:
+        for value in snap.attrs.values():
+            items = value.values() if type(value) is dict else \
+                value if type(value) in (list, tuple) else (value,)
+            known.update(id(x) for x in items if type(x) is np.ndarray)
+    return known
+
+
+def _check_attr(recorder, snap, name, value, known=frozenset()):
     label = f"{snap.label}.{name}"
     old = snap.attrs.get(name, _MISSING)
     if old is value:
@@ -164,8 +177,8 @@ def _check_attr(recorder, snap, name, value):
     leaves, treedef = flatten(value)
     if _release_objects(recorder, [x for x in leaves if _object(x)], f"{label}", MAX_DEPTH):
         return None
-    if not any(isinstance(x, np.ndarray) for x in leaves) and not has_traced(value):
-        return None
+    if not has_traced(value) and not any(id(x) in known for x in leaves):
+        return None   # new untraced values (``self.steps += 1``, a buffer made once)
     _store(snap.obj, name, unwrap(value))
     why = _unreplayable(snap, name, leaves)
     if why:

@@ -558,3 +558,23 @@ def test_an_argument_whose_getattr_raises_key_error_is_not_taken_for_a_device_ar
     compiled = fusejit.compile(shifted)
     for _ in range(2):
         assert_same(shifted(Params(), np.arange(3.0)), compiled(Params(), np.arange(3.0)))
+
+
+def test_a_buffer_made_once_on_an_object_does_not_make_the_trace_eager():
+    # Rebinding to a new untraced array happens only while tracing, like self.steps += 1:
+    # the branch that makes it is not taken again (unlike rebinding an array held before).
+    class Lazy:
+        def __init__(self):
+            self.buf, self.w = None, np.ones(3)
+
+        @fusejit.compile
+        def __call__(self, x):
+            if self.buf is None:
+                self.buf = np.zeros(3)
+            return x * self.w + self.buf
+
+    model, x = Lazy(), np.arange(3.0)
+    for _ in range(3):
+        assert_same(x * 1.0, model(x))
+    assert type(model.buf) is np.ndarray
+    assert Lazy.__call__.cache_info()["hits"] == 2
