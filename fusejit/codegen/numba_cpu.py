@@ -616,6 +616,10 @@ def cast_expr(operand: str, source, target) -> str:
         return f"{ctor(target)}(1 if {operand} else 0)"
     if source.kind == "f" and target.kind == "u":
         return _float_to_unsigned(operand, target)
+    if source.kind == "f" and target.kind == "i" and target.itemsize <= 2:
+        # NumPy's x86-64 loops go through int32 (200.0 -> -56 in int8); LLVM's direct
+        # conversion saturates in vector lanes and wraps in the scalar tail
+        return f"{ctor(target)}(np.int32({operand}))"
     return wrap(operand, target)
 
 

@@ -35,10 +35,22 @@ def _reshape_to(shape):
     return lambda rec, v: v if v.type.shape == shape else rec.emit("reshape", [v], {"shape": shape})
 
 
+def _guard_sizes(*values) -> None:
+    """Guard each traced integer among sizes or split points (``x.reshape(n, -1)`` with an
+    ``np.int64`` argument ``n``): the result's shape depends on its value, which the program
+    does not compute, so a replay checks it."""
+    for value in values:
+        if isinstance(value, Tracer):
+            value.tolist()   # records the guard (``guards.to_list``)
+        elif isinstance(value, (tuple, list)):
+            _guard_sizes(*value)
+
+
 @implements(np.reshape)
 def _reshape(rec, concrete, a, *args, order="C", **kwargs):
     if order != "C":
         raise unsupported(f"np.reshape with order={order!r}")
+    _guard_sizes(*args, *kwargs.values())
     return view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
 
 
@@ -86,6 +98,7 @@ def _squeeze(rec, concrete, a, axis=None):
 
 @implements(np.broadcast_to)
 def _broadcast_to(rec, concrete, array, shape, subok=False):
+    _guard_sizes(shape)
     shape = np.shape(concrete)
     return view_result(rec, concrete, array, lambda rec, v: rec.broadcast(v, shape))
 
@@ -162,6 +175,7 @@ def _vstack(rec, concrete, tup, *, dtype=None, casting="same_kind"):
 
 @implements(np.split, np.array_split)
 def _split(rec, concrete, ary, indices_or_sections, axis=0):
+    _guard_sizes(indices_or_sections)
     axis = normalize_axis(axis, np.ndim(ary))
     bounds = np.cumsum([0] + [np.shape(part)[axis] for part in concrete]).tolist()
     pieces = rec.emit("split", [rec.operand(ary)], {"indices": tuple(bounds[1:-1]),

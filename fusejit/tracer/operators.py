@@ -33,13 +33,27 @@ def _weak_arith(py_op, ufunc, a, b):
     return surface(py_op, record, (a, b), {})
 
 
+def _defers_to_sequence(self, other, ufunc) -> bool:
+    """A traced scalar with a list, tuple or str leaves it to Python's sequence rules where
+    its eager type does: a NumPy scalar for ``*`` (``[0.0] * n`` repeats for an integer
+    ``n``, raises TypeError for a float), a Python float for every operator. An array (also
+    0-d), and a NumPy scalar for the other operators, take the sequence as an array."""
+    if type(other) not in (list, tuple, str) or isinstance(self.value, np.ndarray):
+        return False
+    return self.weak or ufunc is np.multiply
+
+
 def _binary(ufunc, py_op=None):
     def forward(self, other):
+        if _defers_to_sequence(self, other, ufunc):
+            return NotImplemented
         if py_op is not None and self.weak and _is_weak(other):
             return _weak_arith(py_op, ufunc, self, other)
         return ufunc(self, other)
 
     def reflected(self, other):
+        if _defers_to_sequence(self, other, ufunc):
+            return NotImplemented
         if py_op is not None and self.weak and _is_weak(other):
             return _weak_arith(py_op, ufunc, other, self)
         return ufunc(other, self)

@@ -104,3 +104,20 @@ def test_cast_float_to_unsigned_wraps_negatives_as_numpy(source):
         got = kernel(values, parallel=False)
         for t, g in zip(unsigned, got, strict=True):
             np.testing.assert_array_equal(g, values.astype(t), err_msg=str(t))
+
+
+@pytest.mark.parametrize("source", [np.float32, np.float64])
+def test_cast_float_to_small_signed_wraps_as_numpy(source):
+    # 200.0 -> -56 in int8 through int32, as NumPy's loops do; LLVM's own conversion
+    # saturated in vector lanes (127) and wrapped in the scalar tail
+    values = np.array([200.0, -200.0, 40000.0, -40000.5, 3.1e9, -1e10, np.nan, np.inf,
+                       -np.inf, 127.9, -128.9, 32767.5, 1.5, -0.0], source)
+    values = np.tile(values, 200)
+    signed = [np.dtype(np.int8), np.dtype(np.int16)]
+    node = fused_node([(values.shape, source)],
+                      lambda emit, x: [emit("cast", x, dtype=t) for t in signed])
+    kernel = build_kernel(node)
+    with np.errstate(invalid="ignore"):
+        got = kernel(values, parallel=False)
+        for t, g in zip(signed, got, strict=True):
+            np.testing.assert_array_equal(g, values.astype(t), err_msg=str(t))

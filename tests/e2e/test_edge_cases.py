@@ -337,3 +337,50 @@ def test_python_float_division_by_a_traced_zero_raises_as_python_does():
             continue
         assert_same(ratios(x, 1.0, d), compiled(x, 1.0, d))
     assert compiled.cache_info()["hits"] == 2
+
+
+def _outcome(fn, *args):
+    """(type name, value) of the result, or (exception type, None)."""
+    try:
+        result = fn(*args)
+    except Exception as exc:  # noqa: BLE001 -- the exception type is the outcome
+        return type(exc).__name__, None
+    return type(result).__name__, result
+
+
+@pytest.mark.parametrize("body", [
+    lambda x, n: x.reshape(n, -1) * 1,
+    lambda x, n: np.reshape(x, (2, n, -1)) * 1,
+    lambda x, n: np.broadcast_to(x, (n, 12)) * 1,
+    lambda x, n: np.split(x, n),
+    lambda x, n: np.array_split(x, [n]),
+], ids=["reshape", "reshape-tuple", "broadcast_to", "split", "array_split"])
+def test_a_numpy_integer_argument_used_as_a_size_is_guarded(body):
+    # Before, the first value was kept: x.reshape(n, -1) replayed (2, 6) for n = 3 and 5.
+    compiled, x = fusejit.compile(body), np.arange(12.0)
+    for n in (2, 3, 5, 2):
+        expected, got = _outcome(body, x, np.int64(n)), _outcome(compiled, x, np.int64(n))
+        assert expected[0] == got[0]
+        if expected[1] is not None:
+            assert_same(expected[1], got[1])
+
+
+@pytest.mark.parametrize("body, args", [
+    (lambda x: [0.0] * (x > 9).sum(), (np.arange(12.0),)),      # repetition by an np.int64
+    (lambda x: (x > 8).sum() * (1, 2), (np.arange(12.0),)),
+    (lambda x: "ab" * (x > 9).sum(), (np.arange(12.0),)),
+    (lambda x: x.sum() * [1, 2], (np.arange(3.0),)),             # TypeError: np.float64
+    (lambda x, s: s * [1, 2], (np.arange(3.0), 2.0)),           # TypeError: Python float
+    (lambda x, s: s + [1.0], (np.arange(3.0), 2.0)),
+    (lambda x: x.sum() + [1.0], (np.arange(3.0),)),             # NumPy: an array
+    (lambda x: x * [1.0, 2.0, 3.0], (np.arange(3.0),)),
+], ids=["list-times-int", "int-times-tuple", "str-times-int", "float64-times-list",
+        "float-times-list", "float-plus-list", "float64-plus-list", "array-times-list"])
+def test_a_traced_scalar_with_a_sequence_follows_its_eager_type(body, args):
+    # Before, every case went through the ufunc: [0.0] * n gave array([0.]).
+    compiled = fusejit.compile(body)
+    for _ in range(2):
+        expected, got = _outcome(body, *args), _outcome(compiled, *args)
+        assert expected[0] == got[0]
+        if expected[1] is not None:
+            assert_same(expected[1], got[1])
