@@ -276,6 +276,8 @@ def _elementwise_type(op, in_types, attr) -> TensorType:
         return TensorType(shape, np.bool_)
     if op.name == "cast":
         return TensorType(shape, attr["dtype"])
+    if op.name == "abs" and np.dtype(in_types[-1].dtype).kind == "c":
+        return TensorType(shape, np.finfo(in_types[-1].dtype).dtype)   # |z| is real
     return TensorType(shape, in_types[-1].dtype)
 
 

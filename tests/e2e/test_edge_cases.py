@@ -384,3 +384,16 @@ def test_a_traced_scalar_with_a_sequence_follows_its_eager_type(body, args):
         assert expected[0] == got[0]
         if expected[1] is not None:
             assert_same(expected[1], got[1])
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_abs_of_a_complex_array_is_real(dtype):
+    # The IR typed |z| as complex: tracing raised an internal type mismatch.
+    def magnitude(a):
+        return np.abs(a) + 1
+
+    a = np.array([3 + 4j, np.nan, complex(np.inf, np.nan), -1e30 + 2j, 0j], dtype)
+    compiled = fusejit.compile(magnitude)
+    for _ in range(2):
+        assert_same(magnitude(a), compiled(a))
+    assert compiled.cache_info()["eager_calls"] == 0
