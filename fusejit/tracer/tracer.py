@@ -154,13 +154,14 @@ class Tracer:
         ``.flags``): the body goes on with the plain array's, and the signature runs
         eagerly. Only called when normal lookup fails."""
         value = self.__dict__.get("value")
-        owner = float if type(value) is float else np.ndarray   # a Python float argument
+        # a Python float argument, a NumPy scalar (``s.is_integer()``), or an array
+        owner = type(value) if isinstance(value, (float, np.generic)) else np.ndarray
         if name.startswith("_") or name in _OWN_SLOTS or not hasattr(owner, name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         recorder = self.__dict__.get("recorder")
         if recorder is not None and active() is recorder:
             recorder.set_fallback(f"{owner.__name__}.{name} is not traced by fusejit")
-        return getattr(value if owner is float else np.asarray(value), name)
+        return getattr(value if owner is not np.ndarray else np.asarray(value), name)
 
     def tolist(self):
         return guards.to_list(self)

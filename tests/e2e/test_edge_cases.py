@@ -397,3 +397,14 @@ def test_abs_of_a_complex_array_is_real(dtype):
     for _ in range(2):
         assert_same(magnitude(a), compiled(a))
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_a_numpy_scalar_method_the_tracer_does_not_map_runs_eagerly():
+    # x.sum().is_integer() raised AttributeError on the proxy (no such ndarray method).
+    def whole(x):
+        return x * x.sum().is_integer(), x.sum().as_integer_ratio(), (x > 1).sum().bit_count()
+
+    compiled = fusejit.compile(whole)
+    for x in (np.arange(3.0), np.arange(3.0) + 0.5):
+        assert_same(whole(x), compiled(x))
+    assert "float64.is_integer is not traced" in str(compiled.explain(x))
