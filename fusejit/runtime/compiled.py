@@ -36,6 +36,10 @@ from .pipeline import build_program
 from .static_churn import StaticChurn
 
 log, trace_log = topic("runtime"), topic("trace")
+# One trace at a time in the process: tracing swaps proxies into the objects it reads
+# (capture_proxies), which another function traced at once from another thread would take
+# for its own values (a method of the same object). Taken before any function's own lock.
+_TRACING = threading.RLock()
 TARGETS = ("auto", "cpu", "cuda")
 
 
@@ -145,7 +149,7 @@ class CompiledFunction:
         return fn(*args, **kwargs)
 
     def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=0):
-        with self._lock:
+        with _TRACING, self._lock:
             tree = self._tree(key, leaves, args, kwargs)
             if len(tree.paths) > tried and leaves is not None:  # another thread added a path
                 result = tree.run(leaves)
@@ -330,9 +334,10 @@ class _Static:
 
 
 def _captures_changed(path, recorded) -> bool:
-    """A path traced when a captured array had another shape or dtype can never apply again."""
-    old = [c.type for c in path.trace.captures]
-    new = [c.type for c in recorded.captures]
+    """A path traced when a captured array had another shape or dtype can never apply again.
+    Constants are the path's own (``np.ones(t + 1)`` after a guard on ``t``), not the caller's."""
+    old = [c.type for c in path.trace.captures if c.source[:1] != ("const",)]
+    new = [c.type for c in recorded.captures if c.source[:1] != ("const",)]
     return len(old) == len(new) and old != new
 
 
