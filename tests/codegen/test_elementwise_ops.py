@@ -95,14 +95,18 @@ def test_cast_float_to_unsigned_wraps_negatives_as_numpy(source):
     # NumPy's own loop over a large array (its small-array path differs beyond int32's range)
     values = np.array([-2.5, -300.7, -1e9, -3e9, 1e10, 2e19, -1e19, np.nan, np.inf, -np.inf,
                        0.0, -0.0, 255.9, 256.0, 65535.5, 65536.0, 4294967295.0, 1e19], source)
-    values = np.tile(values, 200)
-    unsigned = [np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
-    node = fused_node([(values.shape, source)],
-                      lambda emit, x: [emit("cast", x, dtype=t) for t in unsigned])
+    _assert_casts_as_numpy(np.tile(values, 200), (np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def _assert_casts_as_numpy(values, targets):
+    """One kernel casting ``values`` to each target gives what NumPy's ``astype`` gives."""
+    targets = [np.dtype(t) for t in targets]
+    node = fused_node([(values.shape, values.dtype)],
+                      lambda emit, x: [emit("cast", x, dtype=t) for t in targets])
     kernel = build_kernel(node)
     with np.errstate(invalid="ignore"):
         got = kernel(values, parallel=False)
-        for t, g in zip(unsigned, got, strict=True):
+        for t, g in zip(targets, got, strict=True):
             np.testing.assert_array_equal(g, values.astype(t), err_msg=str(t))
 
 
@@ -112,12 +116,4 @@ def test_cast_float_to_small_signed_wraps_as_numpy(source):
     # saturated in vector lanes (127) and wrapped in the scalar tail
     values = np.array([200.0, -200.0, 40000.0, -40000.5, 3.1e9, -1e10, np.nan, np.inf,
                        -np.inf, 127.9, -128.9, 32767.5, 1.5, -0.0], source)
-    values = np.tile(values, 200)
-    signed = [np.dtype(np.int8), np.dtype(np.int16)]
-    node = fused_node([(values.shape, source)],
-                      lambda emit, x: [emit("cast", x, dtype=t) for t in signed])
-    kernel = build_kernel(node)
-    with np.errstate(invalid="ignore"):
-        got = kernel(values, parallel=False)
-        for t, g in zip(signed, got, strict=True):
-            np.testing.assert_array_equal(g, values.astype(t), err_msg=str(t))
+    _assert_casts_as_numpy(np.tile(values, 200), (np.int8, np.int16))
