@@ -4,15 +4,24 @@
 content differs from what we expect (truncated, edited, foreign) is rewritten, never imported
 blindly. Writes are atomic (temporary file + ``os.replace``), so concurrent processes see
 either no file or a whole one. Within a process a dict maps key -> module.
+
+Numba's own cache files (``kernels/__pycache__/<key>.*.nbi``/``.nbc``) carry no checksum, and
+Numba links a damaged one as found (a flipped bit can crash the process). At exit, each file
+this process's kernels use gets a ``.sha`` beside it, written when the file is new since the
+process started (Numba wrote it here); before a kernel module is imported, its files are
+checked against theirs, and all of them are deleted (Numba compiles again) when one does not
+match or has none.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import os
 import sys
 import tempfile
 import threading
+import time
 import types
 from pathlib import Path
 
@@ -27,6 +36,7 @@ KEY_CHARS = 20
 _modules: dict[str, types.ModuleType] = {}
 _counts = {"compiled": 0, "reused": 0}
 _lock = threading.Lock()
+_STARTED = time.time() - 2.0   # file systems with coarse mtimes: a little earlier
 
 
 def source_key(source: str) -> str:
@@ -46,11 +56,54 @@ def load_module(key: str, source: str) -> types.ModuleType:
         if module is not None:
             _counts["reused"] += 1
             return module
+        check_numba_cache(key)
         path = ensure_file(kernel_dir() / f"{key}.py", source)
         module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
         _modules[key] = module
         _counts["compiled"] += 1
         return module
+
+
+def numba_cache_files(key: str) -> list[Path]:
+    return sorted((kernel_dir() / "__pycache__").glob(f"{key}.*.nb[ci]"))
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _seal_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha")
+
+
+def check_numba_cache(key: str) -> None:
+    """Delete the kernel's Numba cache files unless each matches its ``.sha``."""
+    files = numba_cache_files(key)
+    try:
+        if all(_seal_path(f).read_text() == _digest(f) for f in files):
+            return
+    except OSError:   # no .sha (or a file gone meanwhile): not known to be whole
+        pass
+    log.warning("Numba cache files of kernel %s do not match their checksums; compiling it "
+                "again", key)
+    for path in files:
+        path.unlink(missing_ok=True)
+        _seal_path(path).unlink(missing_ok=True)
+
+
+@atexit.register
+def seal_numba_cache() -> None:
+    """A ``.sha`` for each Numba cache file of this process's kernels written since it started."""
+    with _lock:
+        keys = list(_modules)
+    for key in keys:
+        try:
+            for path in numba_cache_files(key):
+                seal = _seal_path(path)
+                if not seal.exists() or path.stat().st_mtime >= _STARTED:
+                    _write_atomic(seal, _digest(path))
+        except OSError as exc:   # a read-only or vanished cache: checked again next time
+            log.debug("cannot seal the Numba cache of kernel %s: %s", key, exc)
 
 
 def ensure_file(path: Path, source: str) -> Path:
@@ -62,15 +115,19 @@ def ensure_file(path: Path, source: str) -> Path:
                     path.name)
     except (OSError, UnicodeDecodeError):
         pass
+    _write_atomic(path, source)
+    return path
+
+
+def _write_atomic(path: Path, text: str) -> None:
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
     try:
         with os.fdopen(handle, "w") as stream:
-            stream.write(source)
+            stream.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
 
 
 def import_file(package_name: str, name: str, path: Path) -> types.ModuleType:

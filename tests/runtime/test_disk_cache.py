@@ -87,6 +87,23 @@ def test_corrupted_kernel_source_is_regenerated(tmp_path):
     assert "does not hold the source it is named for" in result.stderr
 
 
+def test_damaged_numba_cache_files_are_deleted_and_compiled_again(tmp_path):
+    # Numba links its cached code as found: a flipped bit could crash the process.
+    assert run(tmp_path).returncode == 0
+    numba_files = entries(tmp_path, "kernels/__pycache__", ".nbc")
+    assert numba_files and all(Path(f"{f}.sha").exists() for f in numba_files)
+    victim = numba_files[0]
+    stat = victim.stat()
+    data = bytearray(victim.read_bytes())
+    data[-20] ^= 1
+    victim.write_bytes(bytes(data))
+    os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))   # Numba's stamp still holds
+    result = run(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "do not match their checksums" in result.stderr
+    assert "checksums" not in run(tmp_path).stderr   # sealed again: the next process is quiet
+
+
 def test_read_only_cache_location_compiles_in_memory_and_warns_once():
     result = run("/proc/fusejit-cache")  # not writable, even by root
     assert result.returncode == 0, result.stderr
