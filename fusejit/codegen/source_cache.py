@@ -6,22 +6,19 @@ blindly. Writes are atomic (temporary file + ``os.replace``), so concurrent proc
 either no file or a whole one. Within a process a dict maps key -> module.
 
 Numba's own cache files (``kernels/__pycache__/<key>.*.nbi``/``.nbc``) carry no checksum, and
-Numba links a damaged one as found (a flipped bit can crash the process). At exit, each file
-this process's kernels use gets a ``.sha`` beside it, written when the file is new since the
-process started (Numba wrote it here); before a kernel module is imported, its files are
-checked against theirs, and all of them are deleted (Numba compiles again) when one does not
-match or has none.
+Numba links a damaged one as found (a flipped bit can crash the process). Each time Numba saves
+a kernel's compiled code, its files get a ``.sha`` beside them; before a kernel module is
+imported, its files are checked against theirs, and all of them are deleted (Numba compiles
+again) when one does not match or has none.
 """
 from __future__ import annotations
 
-import atexit
 import hashlib
 import importlib.util
 import os
 import sys
 import tempfile
 import threading
-import time
 import types
 from pathlib import Path
 
@@ -36,7 +33,6 @@ KEY_CHARS = 20
 _modules: dict[str, types.ModuleType] = {}
 _counts = {"compiled": 0, "reused": 0}
 _lock = threading.Lock()
-_STARTED = time.time() - 2.0   # file systems with coarse mtimes: a little earlier
 
 
 def source_key(source: str) -> str:
@@ -59,6 +55,7 @@ def load_module(key: str, source: str) -> types.ModuleType:
         check_numba_cache(key)
         path = ensure_file(kernel_dir() / f"{key}.py", source)
         module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
+        _seal_on_save(module, key)
         _modules[key] = module
         _counts["compiled"] += 1
         return module
@@ -91,19 +88,27 @@ def check_numba_cache(key: str) -> None:
         _seal_path(path).unlink(missing_ok=True)
 
 
-@atexit.register
-def seal_numba_cache() -> None:
-    """A ``.sha`` for each Numba cache file of this process's kernels written since it started."""
-    with _lock:
-        keys = list(_modules)
-    for key in keys:
-        try:
-            for path in numba_cache_files(key):
-                seal = _seal_path(path)
-                if not seal.exists() or path.stat().st_mtime >= _STARTED:
-                    _write_atomic(seal, _digest(path))
-        except OSError as exc:   # a read-only or vanished cache: checked again next time
-            log.debug("cannot seal the Numba cache of kernel %s: %s", key, exc)
+def _seal_on_save(module, key: str) -> None:
+    """Seal the kernel's Numba files each time one of its dispatchers saves to Numba's cache."""
+    for value in vars(module).values():
+        cache = getattr(value, "_cache", None)
+        save = getattr(cache, "save_overload", None)
+        if save is None:
+            continue
+
+        def save_and_seal(sig, data, save=save):
+            save(sig, data)
+            seal_numba_cache(key)
+        cache.save_overload = save_and_seal
+
+
+def seal_numba_cache(key: str) -> None:
+    """A ``.sha`` beside each of the kernel's Numba cache files, as they are now."""
+    try:
+        for path in numba_cache_files(key):
+            _write_atomic(_seal_path(path), _digest(path))
+    except OSError as exc:   # a read-only or vanished cache: checked again next time
+        log.debug("cannot seal the Numba cache of kernel %s: %s", key, exc)
 
 
 def ensure_file(path: Path, source: str) -> Path:
