@@ -5,10 +5,11 @@ content differs from what we expect (truncated, edited, foreign) is rewritten, n
 blindly. Writes are atomic (temporary file + ``os.replace``), so concurrent processes see
 either no file or a whole one. Within a process a dict maps key -> module.
 
-Numba's own cache files (``kernels/__pycache__/<key>.*.nbi``/``.nbc``) carry no checksum, and
-Numba links a damaged one as found (a flipped bit can crash the process). Each time Numba saves
-a kernel's compiled code, its files get a ``.sha`` beside them; before a kernel module is
-imported, its files are checked against theirs, and all of them are deleted (Numba compiles
+Numba's own cache files (``kernels/__pycache__/<key>.*.nbi``/``.nbc``, unless
+``NUMBA_CACHE_DIR`` moves them) carry no checksum, and Numba links a damaged one as found (a
+flipped bit can crash the process). Each time Numba saves a kernel's compiled code, its files
+get a ``.sha`` beside them; once a kernel module is imported, before its first call loads
+anything, its files are checked against theirs, and all of them are deleted (Numba compiles
 again) when one does not match or has none.
 """
 from __future__ import annotations
@@ -52,17 +53,24 @@ def load_module(key: str, source: str) -> types.ModuleType:
         if module is not None:
             _counts["reused"] += 1
             return module
-        check_numba_cache(key)
         path = ensure_file(kernel_dir() / f"{key}.py", source)
         module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
-        _seal_on_save(module, key)
+        _guard_numba_cache(module, key)   # before a first call loads anything from it
         _modules[key] = module
         _counts["compiled"] += 1
         return module
 
 
-def numba_cache_files(key: str) -> list[Path]:
-    return sorted((kernel_dir() / "__pycache__").glob(f"{key}.*.nb[ci]"))
+def _numba_caches(module) -> list:
+    """The Numba caches of the module's dispatchers (``cache=True``)."""
+    caches = [getattr(value, "_cache", None) for value in vars(module).values()]
+    return [c for c in caches if hasattr(c, "save_overload") and hasattr(c, "_cache_path")]
+
+
+def numba_cache_files(key: str, caches) -> list[Path]:
+    """The kernel's Numba files, wherever Numba keeps them (``NUMBA_CACHE_DIR`` moves them)."""
+    folders = sorted({Path(cache._cache_path) for cache in caches})
+    return sorted(f for folder in folders for f in folder.glob(f"{key}.*.nb[ci]"))
 
 
 def _digest(path: Path) -> str:
@@ -73,9 +81,20 @@ def _seal_path(path: Path) -> Path:
     return path.with_name(path.name + ".sha")
 
 
-def check_numba_cache(key: str) -> None:
+def _guard_numba_cache(module, key: str) -> None:
+    """Check the kernel's Numba files now, and seal them each time Numba saves to them."""
+    caches = _numba_caches(module)
+    check_numba_cache(key, caches)
+    for cache in caches:
+        def save_and_seal(sig, data, save=cache.save_overload):
+            save(sig, data)
+            seal_numba_cache(key, caches)
+        cache.save_overload = save_and_seal
+
+
+def check_numba_cache(key: str, caches) -> None:
     """Delete the kernel's Numba cache files unless each matches its ``.sha``."""
-    files = numba_cache_files(key)
+    files = numba_cache_files(key, caches)
     try:
         if all(_seal_path(f).read_text() == _digest(f) for f in files):
             return
@@ -88,24 +107,10 @@ def check_numba_cache(key: str) -> None:
         _seal_path(path).unlink(missing_ok=True)
 
 
-def _seal_on_save(module, key: str) -> None:
-    """Seal the kernel's Numba files each time one of its dispatchers saves to Numba's cache."""
-    for value in vars(module).values():
-        cache = getattr(value, "_cache", None)
-        save = getattr(cache, "save_overload", None)
-        if save is None:
-            continue
-
-        def save_and_seal(sig, data, save=save):
-            save(sig, data)
-            seal_numba_cache(key)
-        cache.save_overload = save_and_seal
-
-
-def seal_numba_cache(key: str) -> None:
+def seal_numba_cache(key: str, caches) -> None:
     """A ``.sha`` beside each of the kernel's Numba cache files, as they are now."""
     try:
-        for path in numba_cache_files(key):
+        for path in numba_cache_files(key, caches):
             _write_atomic(_seal_path(path), _digest(path))
     except OSError as exc:   # a read-only or vanished cache: checked again next time
         log.debug("cannot seal the Numba cache of kernel %s: %s", key, exc)

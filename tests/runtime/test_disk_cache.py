@@ -27,6 +27,7 @@ print(json.dumps(f.cache_info()))
 def run(cache_dir, background=False):
     env = dict(os.environ, FUSEJIT_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
     env.pop("FUSEJIT_LOG", None)
+    env.pop("NUMBA_CACHE_DIR", None)   # Numba's files beside the kernels, in cache_dir
     command = [sys.executable, "-c", SCRIPT]
     if background:
         return subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
