@@ -1,5 +1,6 @@
 """Compile once: concurrent first calls, identical layers, new shapes."""
 import threading
+import time
 
 import numpy as np
 
@@ -78,22 +79,31 @@ def test_new_sequence_length_traces_again_and_compiles_nothing():
     assert after["kernels_compiled"] == before["kernels_compiled"]
 
 
-def test_overlapping_traces_in_two_threads_share_the_asarray_wrapping_and_restore_numpy():
-    # tracer/conversions.py wraps np.asarray while any trace runs; the last one to end restores
-    # NumPy's. Both bodies wait for each other inside the trace, so the traces overlap.
-    original, inside = np.asarray, threading.Barrier(2, timeout=60)
+def test_traces_started_at_once_in_two_threads_run_one_after_the_other():
+    # One trace at a time in a process (runtime/compiled.py _TRACING): the second waits for
+    # the first. Each wraps np.asarray while it runs (tracer/conversions.py); NumPy's is back
+    # after both.
+    original, start = np.asarray, threading.Barrier(2, timeout=60)
+    bodies = {"running": 0, "most": 0}
 
     def make(scale):
         def body(x):
             x = np.asarray(x)
-            inside.wait()
+            bodies["running"] += 1
+            bodies["most"] = max(bodies["most"], bodies["running"])
+            time.sleep(0.05)
+            bodies["running"] -= 1
             return x * scale
         return fusejit.compile(body)
 
     compiled = [make(2.0), make(3.0)]
     x = np.arange(6, dtype=np.float32)
-    results, errors = _in_threads(2, lambda i: compiled[i](x))
-    assert not errors and np.asarray is original
+    def call(i):
+        start.wait()
+        return compiled[i](x)
+
+    results, errors = _in_threads(2, call)
+    assert not errors and np.asarray is original and bodies["most"] == 1
     for fn, result, scale in zip(compiled, results, (2.0, 3.0), strict=True):
         assert_same(x * scale, result)
         assert_same(x * scale, fn(x))          # a replay: the trace compiled
