@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import math
 import operator
 from dataclasses import dataclass
 
@@ -182,6 +183,31 @@ def guard_divisor(ufunc, divisor) -> None:
     if ufunc in (np.true_divide, np.floor_divide, np.remainder) and \
             isinstance(divisor, Tracer) and _live(divisor) and divisor.value != 0:
         add_guard(divisor.recorder, np.not_equal(divisor, 0).ir_var, "bool", True)
+
+
+def guard_power(ufunc, result) -> None:
+    """Python's float ``**`` raises (OverflowError, ZeroDivisionError) or returns a complex
+    where NumPy's gives inf or nan (``10.0 ** lr``, ``0.0 ** -lr``, ``lr ** 0.5`` of a
+    negative ``lr``): a finite traced power is guarded finite, so a call where it is not
+    traces again and Python answers. A power that is already inf or nan is not guarded."""
+    from .tracer import Tracer
+    if ufunc is np.power and isinstance(result, Tracer) and _live(result) and \
+            type(result.value) is float and math.isfinite(result.value):
+        add_guard(result.recorder, np.isfinite(result).ir_var, "bool", True)
+
+
+def complex_power(ufunc, base, exponent) -> bool:
+    """Whether Python's ``base ** exponent`` of floats is a complex (a negative base, a
+    fractional exponent): the caller computes it as Python does, from guarded values."""
+    from .tracer import Tracer
+    if ufunc is not np.power:
+        return False
+    base, exponent = (x.value if isinstance(x, Tracer) else x for x in (base, exponent))
+    if isinstance(base, int):
+        base = float(base)
+    # float.__float__ reads a TracedFloat without guarding it
+    return isinstance(exponent, float) and not float.is_integer(float.__float__(exponent)) \
+        and isinstance(base, float) and float.__float__(base) < 0
 
 
 def guarded_value(tracer) -> float:

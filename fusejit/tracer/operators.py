@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from .context import surface
-from .guards import guard_divisor, guarded_value
+from .guards import complex_power, guard_divisor, guard_power, guarded_value
 from .scalars import TracedFloat
 from .tracer import Tracer
 
@@ -23,14 +23,16 @@ def _is_weak(x) -> bool:
 
 
 def _weak_arith(py_op, ufunc, a, b):
-    if complex in (type(a), type(b)):
+    if complex in (type(a), type(b)) or complex_power(ufunc, a, b):
         # ``lr * 1j``: Python computes it from the float's value, guarded. The runtime returns
         # no Python complex, and NumPy's complex division and power are not Python's.
         return py_op(*(guarded_value(x) if isinstance(x, Tracer) else x for x in (a, b)))
     from .ufuncs import record_ufunc
     guard_divisor(ufunc, b)
     record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=True)
-    return surface(py_op, record, (a, b), {})
+    result = surface(py_op, record, (a, b), {})
+    guard_power(ufunc, result)
+    return result
 
 
 def _defers_to_sequence(self, other, ufunc) -> bool:

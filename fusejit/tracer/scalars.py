@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from .context import active, surface
-from .guards import add_guard, guard_divisor
+from .guards import add_guard, complex_power, guard_divisor, guard_power
 from .tracer import Tracer, remember_text
 
 
@@ -39,7 +39,9 @@ def _record_python_op(py_op, ufunc, a, b, weak=True):
     a, b = lift(a), lift(b)
     guard_divisor(ufunc, b)
     record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=weak)
-    return surface(py_op, record, (a, b), {})
+    result = surface(py_op, record, (a, b), {})
+    guard_power(ufunc, result)
+    return result
 
 
 def _plain(x):
@@ -48,9 +50,11 @@ def _plain(x):
 
 def _arith(py_op, ufunc):
     def apply(a, b):
-        if type(a) is complex or type(b) is complex:  # Python computes it from the exact value
+        numbers = _is_py_number(a) and _is_py_number(b)
+        if type(a) is complex or type(b) is complex or numbers and complex_power(ufunc, a, b):
+            # Python computes it from the exact value
             return py_op(*(x._guard() if isinstance(x, TracedFloat) else x for x in (a, b)))
-        if not (_is_py_number(a) and _is_py_number(b)):
+        if not numbers:
             return NotImplemented
         a, b = (int(x) if type(x) is bool else x for x in (a, b))
         if not any(isinstance(x, TracedFloat) and x.live() for x in (a, b)):

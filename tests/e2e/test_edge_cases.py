@@ -339,6 +339,26 @@ def test_python_float_division_by_a_traced_zero_raises_as_python_does():
     assert compiled.cache_info()["hits"] == 2
 
 
+@pytest.mark.parametrize("base, exponent", [(-4.0, 0.5), (10.0, 400.0), (0.0, -1.0),
+                                            (1e200, 2.0)])
+def test_python_float_power_python_refuses_is_not_replayed_as_inf_or_nan(base, exponent):
+    # Python's float ** returns a complex (a negative base, a fractional exponent) or raises
+    # OverflowError / ZeroDivisionError where NumPy gives nan or inf: a finite traced power is
+    # guarded finite, so such a call traces again and Python answers as eagerly.
+    def scaled(x, lr, p):
+        loss = x.sum().item()
+        return x * lr ** p, (lr * loss) ** p, (loss * lr) ** 0.5, 2.0 ** (loss * lr)
+
+    compiled, x = fusejit.compile(scaled), np.arange(1.0, 4.0)
+    compiled(x, 2.0, 0.5)
+    compiled(x, 3.0, 0.5)
+    assert compiled.cache_info()["hits"] == 1
+    want, got = _outcome(scaled, x, base, exponent), _outcome(compiled, x, base, exponent)
+    assert got[0] == want[0]
+    if want[1] is not None:
+        assert_same(want[1], got[1])
+
+
 def _outcome(fn, *args):
     """(type name, value) of the result, or (exception type, None)."""
     try:
