@@ -1,4 +1,5 @@
-"""Whether NumPy is asked to raise (or call a handler) on floating-point errors.
+"""Whether NumPy is asked to raise (or call a handler) on floating-point errors, and its
+floating-point warnings collected to be issued from the user's line.
 
 Under ``np.errstate(divide="raise")`` or ``np.seterr(all="raise")`` eager NumPy raises
 ``FloatingPointError`` where compiled kernels would return inf or NaN, so such calls (and
@@ -6,6 +7,8 @@ traces recorded under it) run eagerly. The check reads NumPy's error-state conte
 (about 30 ns) and calls ``np.geterr()`` only when that object changes.
 """
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -30,3 +33,39 @@ def raising() -> bool:
 
 def _verdict() -> bool:
     return any(mode in ("raise", "call") for mode in np.geterr().values())
+
+
+class _Log:
+    """Receives NumPy's floating-point warnings: in ``"log"`` mode NumPy hands each message
+    (``"Warning: divide by zero encountered in log\\n"``) to ``write``."""
+
+    def __init__(self):
+        self.messages: list[str] = []
+
+    def write(self, message: str) -> None:
+        self.messages.append(message.removeprefix("Warning: ").strip())
+
+
+def collecting(compute, *args, **kwargs):
+    """``(compute(*args, **kwargs), messages)``: the floating-point warnings NumPy would have
+    issued are collected instead (only where every error kind is in NumPy's default modes,
+    warn or ignore: a user's own log or call handler is left alone)."""
+    modes = np.geterr()
+    watched = {kind: "log" for kind, mode in modes.items() if mode == "warn"}
+    if not watched or any(mode not in ("warn", "ignore") for mode in modes.values()):
+        return compute(*args, **kwargs), []
+    log = _Log()
+    with np.errstate(call=log, **watched):
+        result = compute(*args, **kwargs)
+    return result, log.messages
+
+
+def warn_from(frame, messages) -> None:
+    """Issue each message as a RuntimeWarning from ``frame``'s line, as NumPy does from the
+    line that called it; the user's warning filters apply (``"error"`` raises it here)."""
+    module_globals = frame.f_globals
+    registry = module_globals.setdefault("__warningregistry__", {})
+    for message in messages:
+        warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename,
+                               frame.f_lineno, module_globals.get("__name__", "<string>"),
+                               registry)

@@ -7,6 +7,7 @@ then asks a recorder function to emit the core ops that reproduce it.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -304,7 +305,7 @@ def surface(compute, record, args, kwargs):
         except Exception as exc:  # noqa: BLE001 - reported as an internal error
             recorder.internal(f"{type(exc).__name__}: {exc}")
     try:
-        concrete = compute(*unwrap(args), **unwrap(kwargs))
+        concrete = _compute(compute, recorder, args, kwargs)
     except Exception as exc:
         if recorder is not None:
             recorder.note_raised(exc)
@@ -326,6 +327,19 @@ def surface(compute, record, args, kwargs):
             raise FusejitError(f"internal: {type(exc).__name__}: {exc} "
                                f"(at {current_loc()})") from exc
         recorder.set_fallback(f"internal: {type(exc).__name__}: {exc}")
+    return concrete
+
+
+def _compute(compute, recorder, args, kwargs):
+    """NumPy's result. While tracing, the floating-point warnings it gives are issued from the
+    user's line (not this frame, which would also make the default filter show each message
+    once for all lines)."""
+    if recorder is None:
+        return compute(*unwrap(args), **unwrap(kwargs))
+    concrete, messages = fperrors.collecting(compute, *unwrap(args), **unwrap(kwargs))
+    if messages:
+        frames = user_frames(3)
+        fperrors.warn_from(frames[0] if frames else sys._getframe(2), messages)
     return concrete
 
 

@@ -353,10 +353,46 @@ def test_python_float_power_python_refuses_is_not_replayed_as_inf_or_nan(base, e
     compiled(x, 2.0, 0.5)
     compiled(x, 3.0, 0.5)
     assert compiled.cache_info()["hits"] == 1
-    want, got = _outcome(scaled, x, base, exponent), _outcome(compiled, x, base, exponent)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        want, got = _outcome(scaled, x, base, exponent), _outcome(compiled, x, base, exponent)
     assert got[0] == want[0]
+    assert caught == []    # a guard that fails warns no more than Python
     if want[1] is not None:
         assert_same(want[1], got[1])
+
+
+def _warnings_of(fn, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn(*args)
+    return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+
+
+def test_floating_point_warnings_while_tracing_name_the_users_line():
+    def logs(x):
+        y = np.log(x) - np.log(-x)
+        return y * 2
+
+    compiled, zeros = fusejit.compile(logs), np.zeros(3)
+    line = logs.__code__.co_firstlineno + 1
+    assert _warnings_of(compiled, zeros) == _warnings_of(logs, zeros) == [
+        (RuntimeWarning, f"{what} encountered in {where}", __file__, line)
+        for what, where in [("divide by zero", "log")] * 2 + [("invalid value", "subtract")]]
+    assert _warnings_of(compiled, zeros) == []   # a replay does not warn (README)
+
+
+def test_an_error_filter_for_floating_point_warnings_raises_while_tracing():
+    def logs(x):
+        return np.log(x) * 2
+
+    compiled = fusejit.compile(logs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for fn in (logs, compiled):
+            with pytest.raises(RuntimeWarning, match="divide by zero encountered in log"):
+                fn(np.zeros(3))
+    assert_same(logs(np.ones(3)), compiled(np.ones(3)))
 
 
 def _outcome(fn, *args):
