@@ -45,9 +45,9 @@ def contract(rec, a, b, batch, a_free, b_free, contracted):
 def _tensordot(rec, concrete, a, b, axes=2):
     dtype = concrete.dtype
     va, vb = rec.operand(a, dtype), rec.operand(b, dtype)
-    if isinstance(axes, int):
-        axes_a = list(range(va.type.ndim - axes, va.type.ndim))
-        axes_b = list(range(axes))
+    if isinstance(axes, (int, np.integer)):   # a count of axes, as NumPy takes any integer
+        axes_a = list(range(va.type.ndim - int(axes), va.type.ndim))
+        axes_b = list(range(int(axes)))
     else:
         axes_a, axes_b = (list(np.atleast_1d(x)) for x in axes)
     axes_a = [normalize_axis(int(i), va.type.ndim) for i in axes_a]

@@ -75,6 +75,7 @@ CONTRACTIONS = [
     lambda a, b: np.dot(a[0], b), lambda a, b: np.dot(a, b), lambda a, b: a.dot(b[:, 0]),
     lambda a, b: np.dot(a, b.reshape(2, 4, 3)), lambda a, b: np.dot(a[0, 0], 2.0),
     lambda a, b: np.tensordot(a, b, axes=1), lambda a, b: np.tensordot(a, b, axes=([2], [0])),
+    lambda a, b: np.tensordot(a, b, axes=np.int64(1)), lambda a, b: np.tensordot(a[0, 0], b, 0),
     lambda a, b: np.einsum("bij,jk->bik", a, b), lambda a, b: np.einsum("ij,jk->ik", a[0], b),
     lambda a, b: np.einsum("bij,bkj->bik", a, a), lambda a, b: np.einsum("bij->bji", a),
     lambda a, b: np.einsum("bij->j", a), lambda a, b: np.einsum("i,j->ij", a[0, 0], b[0]),
