@@ -55,7 +55,7 @@ def load_module(key: str, source: str) -> types.ModuleType:
             return module
         path = ensure_file(kernel_dir() / f"{key}.py", source)
         module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
-        _guard_numba_cache(module, key)   # before a first call loads anything from it
+        guard_numba_cache(module, key)   # before a first call loads anything from it
         _modules[key] = module
         _counts["compiled"] += 1
         return module
@@ -81,8 +81,9 @@ def _seal_path(path: Path) -> Path:
     return path.with_name(path.name + ".sha")
 
 
-def _guard_numba_cache(module, key: str) -> None:
-    """Check the kernel's Numba files now, and seal them each time Numba saves to them."""
+def guard_numba_cache(module, key: str) -> None:
+    """Check the kernel's Numba files now, and seal them each time Numba saves to them (CPU
+    and CUDA dispatchers alike; the CUDA simulator's kernels keep no files)."""
     caches = _numba_caches(module)
     check_numba_cache(key, caches)
     for cache in caches:

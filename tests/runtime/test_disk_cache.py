@@ -105,6 +105,33 @@ def test_damaged_numba_cache_files_are_deleted_and_compiled_again(tmp_path):
     assert "checksums" not in run(tmp_path).stderr   # sealed again: the next process is quiet
 
 
+# Imports a CUDA kernel module (no GPU needed) and prints where Numba keeps its files.
+CUDA_SCRIPT = r"""
+import logging
+from fusejit.codegen import numba_cuda, source_cache
+logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+source = "from numba import cuda\n@cuda.jit(cache=True)\ndef kernel(a):\n    a[0] = 1\n"
+module = numba_cuda.load_cuda_module(source_cache.source_key(source), source)
+print(source_cache.source_key(source), module.kernel._cache._cache_path)
+"""
+
+
+def test_unsealed_numba_files_of_a_cuda_kernel_are_deleted_before_its_first_launch(tmp_path):
+    env = dict(os.environ, FUSEJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    command = [sys.executable, "-c", CUDA_SCRIPT]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    key, folder = first.stdout.split()
+    planted = [Path(folder) / f"{key}.kernel-3.py311.{suffix}" for suffix in ("nbi", "nbc")]
+    for path in planted:
+        path.write_bytes(b"not what Numba wrote")
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert "do not match their checksums" in second.stderr
+    assert not any(path.exists() for path in planted)
+
+
 def test_read_only_cache_location_compiles_in_memory_and_warns_once():
     result = run("/proc/fusejit-cache")  # not writable, even by root
     assert result.returncode == 0, result.stderr
