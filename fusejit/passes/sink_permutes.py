@@ -71,8 +71,10 @@ def _layouts(graph: Graph) -> dict:
 
 
 def _is_elementwise(node: Node) -> bool:
+    """An elementwise node that may run untransposed (not a copy asked to be C-ordered)."""
     opdef = ops.REGISTRY.get(node.op)
-    return opdef is not None and opdef.kind == ops.ELEMENTWISE and len(node.outputs) == 1
+    return opdef is not None and opdef.kind == ops.ELEMENTWISE and len(node.outputs) == 1 \
+        and node.attr.get("order") != "C"
 
 
 def _sinking(graph: Graph, layout: dict) -> set[Node]:

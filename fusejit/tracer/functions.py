@@ -105,7 +105,12 @@ def _broadcast_to(rec, concrete, array, shape, subok=False):
 
 @implements(np.copy)
 def _copy(rec, concrete, a, order="K", subok=False):
-    return wrap(rec, concrete, rec.emit("copy", [rec.operand(a)]))
+    """``order="K"`` keeps a transposed operand's layout (``np.copy(x.T)`` is F-ordered), so
+    passes may compute it untransposed; ``"C"`` (``x.T.copy()``) must stay C-ordered."""
+    if order not in ("K", "C"):
+        raise unsupported(f"np.copy with order={order!r}")
+    attrs = {"order": "C"} if order == "C" else {}
+    return wrap(rec, concrete, rec.emit("copy", [rec.operand(a)], attrs))
 
 
 @implements(np.astype)

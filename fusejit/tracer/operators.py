@@ -160,11 +160,28 @@ def _method(func):
 
 
 for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
-              "all", "copy", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum"):
+              "all", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum"):
     setattr(Tracer, _name, _method(getattr(np, _name)))
 
 Tracer.reshape = lambda self, *shape, order="C": np.reshape(self, _shape_args(shape), order=order)
 Tracer.transpose = lambda self, *axes: np.transpose(self, _shape_args(axes) or None)
-Tracer.astype = lambda self, dtype, copy=True: np.astype(self, dtype, copy=copy)
+def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    """``ndarray.astype``: a cast the ``casting`` rule refuses raises NumPy's TypeError (a
+    matter of dtypes alone); another ``order`` than ``"K"`` is left to NumPy (eagerly), since
+    its result's layout depends on the argument's."""
+    if order != "K":
+        return Tracer.__getattr__(self, "astype")(dtype, order, casting, subok, copy)
+    if not np.can_cast(self.dtype, dtype, casting):
+        np.empty(0, self.dtype).astype(dtype, casting=casting)   # raises NumPy's error
+    return np.astype(self, dtype, copy=copy)
+
+
+Tracer.astype = _astype_method
 Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
+def _copy_method(self, order="C"):
+    """``ndarray.copy`` is C-ordered, unlike ``np.copy``; a NumPy scalar's is that scalar."""
+    return np.copy(self, order=order) if isinstance(self.value, np.ndarray) else self
+
+
+Tracer.copy = _copy_method
 Tracer.clip = lambda self, min=None, max=None, **kwargs: np.clip(self, min, max, **kwargs)

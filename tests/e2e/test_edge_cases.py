@@ -362,6 +362,52 @@ def test_python_float_power_python_refuses_is_not_replayed_as_inf_or_nan(base, e
         assert_same(want[1], got[1])
 
 
+def test_copies_are_laid_out_as_numpy_lays_them_out_on_every_call():
+    # ndarray.copy is C-ordered and np.copy keeps the layout ("K"); a NumPy scalar's copy
+    # is a NumPy scalar
+    def copies(x):
+        return x.T.copy(), (x.T * 2).copy(), np.copy(x.T), x.T.copy("K"), x.sum().copy()
+
+    compiled = fusejit.compile(copies)
+    for k in range(3):
+        x = np.arange(6.0).reshape(2, 3) + k
+        for want, got in zip(copies(x), compiled(x), strict=True):
+            assert_same(want, got)
+            assert (got.flags.c_contiguous, got.flags.f_contiguous) == \
+                (want.flags.c_contiguous, want.flags.f_contiguous)
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_astype_takes_numpys_casting_order_and_subok_arguments():
+    def casts(x):
+        return x.astype(F32, casting="same_kind"), x.T.astype(F32, order="C", subok=True)
+
+    def refused(x):
+        return x.astype(I32, casting="same_kind")
+
+    compiled = fusejit.compile(casts)
+    for k in range(3):
+        x = np.arange(6.0).reshape(2, 3) + k
+        for want, got in zip(casts(x), compiled(x), strict=True):
+            assert_same(want, got)
+            assert got.flags.c_contiguous
+    for fn in (refused, fusejit.compile(refused)):
+        with pytest.raises(TypeError, match="according to the rule 'same_kind'"):
+            fn(np.arange(3.0))
+
+
+def test_a_fortran_ordered_copy_is_numpys_own():
+    def copy_f(x):   # np.copy with order="F" runs as a host op, "* 1" keeps its layout
+        return x.copy(order="F") * 1
+
+    compiled = fusejit.compile(copy_f)
+    for k in range(2):
+        x = np.arange(6.0).reshape(2, 3) + k
+        got = compiled(x)
+        assert_same(copy_f(x), got)
+        assert got.flags.f_contiguous
+
+
 def _warnings_of(fn, *args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
