@@ -31,6 +31,12 @@ def is_one(value) -> bool:
     return isinstance(value, Lit) and value.value == 1
 
 
+def is_real_one(value) -> bool:
+    """1 of a real type: NumPy's complex multiply and divide by 1 are not the identity
+    (``inf`` and ``-0.0`` parts give ``nan`` and ``+0.0``)."""
+    return is_one(value) and value.dtype.kind != "c"
+
+
 def is_two(value) -> bool:
     return isinstance(value, Lit) and value.value == 2
 
@@ -231,12 +237,12 @@ def _covers(key: tuple, shape: tuple) -> bool:
 
 RULES = (
     ("literal", "*", fold_literal),                          # f(c1, …, cn) → c  (0-d results)
-    ("mul_one", "mul", forward_if(1, is_one)),               # x * 1 → x
-    ("one_mul", "mul", forward_if(0, is_one)),               # 1 * x → x
+    ("mul_one", "mul", forward_if(1, is_real_one)),          # x * 1 → x  (not complex)
+    ("one_mul", "mul", forward_if(0, is_real_one)),          # 1 * x → x
     ("sub_zero", "sub", forward_if(1, is_plus_zero)),        # x - (+0) → x  (-0 - 0 = -0)
     ("add_zero", "add", forward_if(1, is_additive_identity)),  # x + (-0.0) → x; ints: x + 0
     ("zero_add", "add", forward_if(0, is_additive_identity)),  # (-0.0) + x → x; ints: 0 + x
-    ("div_one", "div", forward_if(1, is_one)),               # x / 1 → x
+    ("div_one", "div", forward_if(1, is_real_one)),          # x / 1 → x  (not complex)
     ("pow_one", "pow", forward_if(1, is_one)),               # x ** 1 → x
     ("pow_two", "pow", square),                              # x ** 2 → x * x  (NumPy: square)
     ("pow_three", "pow", cube),                              # x ** 3 → (x * x) * x  (≤ 2 ulp)

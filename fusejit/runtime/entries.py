@@ -263,11 +263,17 @@ def _output_expression(leaf, position: int, names: dict) -> str:
         return f"float({value})"
     if leaf.pyint or leaf.pybool:
         return f"{'int' if leaf.pyint else 'bool'}({value})"
+    if leaf.view:
+        names["argument_view"] = argument_view
+        return f"argument_view({value}, {leaf.view!r})"
     return f"{value}[()]" if leaf.scalar else value
 
 
 def argument_view(array, view: str):
-    """A new view of an argument (``x.reshape(x.shape)``), read-only where NumPy's was."""
+    """A new view of an argument or a result (``x.reshape(x.shape)``), read-only where
+    NumPy's was. A device array is handed out as it is."""
+    if type(array) is not np.ndarray:
+        return array
     result = array.view()
     if view == "ro":
         result.flags.writeable = False
@@ -287,6 +293,8 @@ def _output(leaf, values, leaves, captured):
             return float(value)
         if leaf.pyint or leaf.pybool:
             return int(value) if leaf.pyint else bool(value)
+        if leaf.view:
+            return argument_view(value, leaf.view)
         return value[()] if leaf.scalar else value
     if leaf.kind == "arg":
         return argument_view(leaves[leaf.index], leaf.view) if leaf.view else \

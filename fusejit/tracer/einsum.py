@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .reductions import bool_reduce
 from .registry import implements, normalize_axis, unsupported
 from .tracer import wrap
 
@@ -89,7 +90,7 @@ def _sum_private(rec, var, term, keep):
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
     if not axes:
         return var, term
-    var = rec.emit("sum", [var], {"axes": axes, "keepdims": False})
+    var = rec.emit(bool_reduce("sum", var.type.dtype), [var], {"axes": axes, "keepdims": False})
     return var, "".join(c for c in term if c in keep)
 
 

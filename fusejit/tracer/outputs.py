@@ -35,8 +35,9 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     if recorder.fallback is None:
         returned = _returned_floats(recorder)
         writes = written(recorder, proxies)
-        out_leaves = tuple(_output_leaf(recorder, leaf, proxies, outputs, returned, writes)
-                           for leaf in out_leaves_raw)
+        out_leaves = _as_views(tuple(
+            _output_leaf(recorder, leaf, proxies, outputs, returned, writes)
+            for leaf in out_leaves_raw), out_leaves_raw)
         mutations = tuple(_mutations(writes, outputs))
         attr_writes = tuple(replace(w, outputs=tuple(
             _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
@@ -55,6 +56,23 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
 def _new_view(value, of) -> bool:
     return (type(value) is np.ndarray and value is not of and value.shape == np.shape(of)
             and isinstance(of, np.ndarray) and np.shares_memory(value, of))
+
+
+def _as_views(leaves: tuple, raw: list) -> tuple:
+    """Array results the runtime hands out as new views of a program output: a result NumPy
+    made read-only (``np.broadcast_to(y, s)``), and one that is the same output as an earlier
+    result but was another object (``return y, y.reshape(y.shape)``; ``return y, y`` stays one
+    object)."""
+    first: dict = {}
+    result = []
+    for leaf, obj in zip(leaves, raw, strict=True):
+        value = obj.value if isinstance(obj, Tracer) else None
+        if leaf.kind == "value" and type(value) is np.ndarray:
+            earlier = first.setdefault(leaf.index, value)
+            if not value.flags.writeable or earlier is not value:
+                leaf = replace(leaf, view="rw" if value.flags.writeable else "ro")
+        result.append(leaf)
+    return tuple(result)
 
 
 def _value_output(recorder, var, outputs) -> int:
@@ -107,7 +125,9 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
         leaf = leaf.registered()
     if isinstance(leaf, Tracer):
         for index, proxy in proxies.items():
-            if proxy is leaf:
+            if proxy is leaf or leaf.value is proxy.value and type(leaf.value) is np.ndarray:
+                # also what NumPy returned as the argument itself: np.squeeze(x) with no unit
+                # axis, np.atleast_1d(x), np.nan_to_num(x, copy=False) after x += 1
                 return OutputLeaf("arg", index)
             if proxy.ir_var is leaf.ir_var and _new_view(leaf.value, proxy.value):
                 # x.reshape(x.shape), x.ravel(), np.broadcast_to(x, x.shape): NumPy returned

@@ -20,9 +20,16 @@ def _check_plain(name, out=None, initial=None, where=True):
         raise unsupported(f"np.{name} with out=, initial= or where=")
 
 
+def bool_reduce(op: str, dtype) -> str:
+    """The reduction NumPy runs over bools: their add is a logical or, their multiply an and
+    (``x.sum(dtype=bool)``, ``np.einsum("ij->j", mask)``)."""
+    return {"sum": "any", "prod": "all"}.get(op, op) if dtype == np.bool_ else op
+
+
 def _reduce(rec, op, var, axes, keepdims):
     if var.type.ndim == 0:
         axes = ()
+    op = bool_reduce(op, var.type.dtype)
     return rec.emit(op, [var], {"axes": axes, "keepdims": bool(keepdims)})
 
 
@@ -120,6 +127,9 @@ def _mean(rec, concrete, a, axis=None, dtype=None, out=None, keepdims=False, *, 
 
 def _variance(rec, a, axis, dtype, ddof, keepdims):
     value = rec.operand(a)
+    if value.type.dtype.kind == "c" or not isinstance(ddof, (int, np.integer)):
+        # NumPy squares a complex deviation's magnitude, and divides by n - ddof as a float
+        raise unsupported("np.var/np.std of complex values or with a non-integer ddof")
     acc = _accumulator(value.type.dtype, dtype, False)
     axes = normalize_axes(axis, value.type.ndim)
     count = _count(value.type.shape, axes)

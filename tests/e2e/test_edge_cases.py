@@ -408,6 +408,58 @@ def test_a_fortran_ordered_copy_is_numpys_own():
         assert got.flags.f_contiguous
 
 
+NUMPY_REDUCTION_RULES = {
+    # NumPy squares a complex deviation's magnitude, and divides by n - ddof as a float
+    "complex-variance": lambda x: (np.var(x + 1j * x[::-1]), np.std(x * (1 - 2j), axis=1)),
+    "float-ddof": lambda x: (np.var(x, ddof=0.5), np.std(x, axis=0, ddof=1.5)),
+    # sums and products of bools are logical or / and
+    "bool-sums": lambda x: ((x > 0).sum(-1, dtype=bool), (x > 0).prod(dtype=bool),
+                            np.add.reduce(x > 0, 1, dtype=bool), np.einsum("ij->j", x > 0),
+                            np.einsum("ij->", x > 0)),
+    # complex * 1 and / 1 turn inf parts to nan and -0.0 to +0.0
+    "complex-times-one": lambda x: (lambda z: ((z * 1).astype(F64), (z / 1).astype(F32)))(
+        x * (1 - 1j)),
+}
+
+
+@pytest.mark.parametrize("rule", NUMPY_REDUCTION_RULES)
+def test_numpys_own_rules_for_variance_bool_sums_and_complex_identities(rule):
+    fn = NUMPY_REDUCTION_RULES[rule]
+    compiled = fusejit.compile(fn)
+    for k in range(3):
+        x = np.random.default_rng(k).standard_normal((3, 4))
+        x[0, :2] = (np.inf, -0.0)
+        for want, got in zip(quiet(fn, x), quiet(compiled, x), strict=True):
+            assert_bitwise(want, got)
+
+
+def _identities(results, args):
+    """Which results are which argument or earlier result, share memory, are writable."""
+    earlier = list(args)
+    described = []
+    for r in results:
+        described.append(([r is a for a in earlier], [np.shares_memory(r, a) for a in earlier],
+                          r.flags.writeable))
+        earlier.append(r)
+    return described
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (np.squeeze(x), x.squeeze(axis=()), np.atleast_1d(x)),
+    lambda x: (np.add(x, 1, out=x), np.atleast_1d(x), np.nan_to_num(x, copy=False)),
+    lambda x: ((x + 1), np.broadcast_to(x * 2, x.shape), np.broadcast_to(x * 3, (2, 4))),
+    lambda x: (lambda y: (y, y.reshape(y.shape), y, np.broadcast_to(y, y.shape)))(x + 1),
+], ids=["argument-itself", "argument-after-write", "read-only", "one-output-two-objects"])
+def test_results_are_the_objects_and_views_numpy_returns_on_every_call(fn):
+    compiled = fusejit.compile(fn)
+    for k in range(3):
+        x, y = np.arange(4.0) + k, np.arange(4.0) + k
+        want, got = fn(x), compiled(y)
+        assert_same(want, got)
+        assert _identities(got, [y]) == _identities(want, [x])
+        np.testing.assert_array_equal(x, y)
+
+
 def _warnings_of(fn, *args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
