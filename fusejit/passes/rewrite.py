@@ -72,6 +72,11 @@ class Context:
             node = self.producer(value)
         return value
 
+    def _opaque(self, value: Value) -> bool:
+        """A NumPy call's result, which may be a view of its inputs (``np.flip(x)``)."""
+        producer = self.producer(value)
+        return producer is not None and producer.op == "host"
+
     def may_forward(self, node: Node, value: Value) -> bool:
         if not same_type(node.out, value):
             return False
@@ -84,7 +89,7 @@ class Context:
         if isinstance(value, Lit):
             return True
         root = self.alias_root(value)
-        if root in self.inputs or root in self.exposed_roots:
+        if root in self.inputs or root in self.exposed_roots or self._opaque(root):
             return False
         self.exposed_roots.add(root)
         return True

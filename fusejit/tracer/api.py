@@ -28,7 +28,8 @@ class OutputLeaf:
     const: object = None
     pyint: bool = False    # the runtime returns int(v)
     pybool: bool = False   # the runtime returns bool(v): Python floats compared
-    view: str = ""         # "arg", "value": "" the array itself, "rw"/"ro" a new (read-only) view;
+    view: str = ""         # "arg", "value": "" the array itself, "rw"/"ro" a new (read-only)
+    #                        view, "copy" (a value) a copy;
     #                        "view": "arg"/"capture", the written array ``views`` are taken of
     views: tuple = ()      # "view": the view nodes replayed on that array after its write-back
 

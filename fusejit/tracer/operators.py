@@ -163,7 +163,15 @@ for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argm
               "all", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum"):
     setattr(Tracer, _name, _method(getattr(np, _name)))
 
-Tracer.reshape = lambda self, *shape, order="C": np.reshape(self, _shape_args(shape), order=order)
+def _reshape_method(self, *shape, order="C", copy=None, **by_name):
+    """``ndarray.reshape``: the shape as one tuple or as separate sizes (not by name)."""
+    if by_name:
+        raise TypeError(f"{next(iter(by_name))!r} is an invalid keyword argument for this "
+                        "function")
+    return np.reshape(self, _shape_args(shape), order=order, copy=copy)
+
+
+Tracer.reshape = _reshape_method
 Tracer.transpose = lambda self, *axes: np.transpose(self, _shape_args(axes) or None)
 def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """``ndarray.astype``: a cast the ``casting`` rule refuses raises NumPy's TypeError (a

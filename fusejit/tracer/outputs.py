@@ -62,14 +62,17 @@ def _as_views(leaves: tuple, raw: list) -> tuple:
     """Array results the runtime hands out as new views of a program output: a result NumPy
     made read-only (``np.broadcast_to(y, s)``), and one that is the same output as an earlier
     result but was another object (``return y, y.reshape(y.shape)``; ``return y, y`` stays one
-    object)."""
+    object); as a copy where that other object held its own memory (``return x + 1, x + 1``,
+    one output after common subexpressions merged)."""
     first: dict = {}
     result = []
     for leaf, obj in zip(leaves, raw, strict=True):
         value = obj.value if isinstance(obj, Tracer) else None
         if leaf.kind == "value" and type(value) is np.ndarray:
             earlier = first.setdefault(leaf.index, value)
-            if not value.flags.writeable or earlier is not value:
+            if earlier is not value and not np.shares_memory(earlier, value):
+                leaf = replace(leaf, view="copy")
+            elif not value.flags.writeable or earlier is not value:
                 leaf = replace(leaf, view="rw" if value.flags.writeable else "ro")
         result.append(leaf)
     return tuple(result)

@@ -27,6 +27,8 @@ def bool_reduce(op: str, dtype) -> str:
 
 
 def _reduce(rec, op, var, axes, keepdims):
+    if op not in ("argmax", "argmin") and (var.type.ndim == 0 or not axes):
+        return rec.emit("copy", [var])   # ``axis=()``: each element is its own result
     if var.type.ndim == 0:
         axes = ()
     op = bool_reduce(op, var.type.dtype)

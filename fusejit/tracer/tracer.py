@@ -29,7 +29,7 @@ class ViewLink:
     seen: object            # the base Var this view was last derived from
 
 
-_OWN_SLOTS = frozenset({"value", "recorder", "link", "owns"})
+_OWN_SLOTS = frozenset({"value", "recorder", "link", "owns", "path", "masked_read"})
 
 
 class Tracer:
@@ -162,6 +162,19 @@ class Tracer:
         if recorder is not None and active() is recorder:
             recorder.set_fallback(f"{owner.__name__}.{name} is not traced by fusejit")
         return getattr(value if owner is not np.ndarray else np.asarray(value), name)
+
+    def __setattr__(self, name, value):
+        """The body's ``x.flat = v``, ``x.real = v``, ``x.shape = s`` change the array in ways
+        fusejit does not trace: they are NumPy's own, on the value, and the signature runs
+        eagerly. Where NumPy refuses (``x.foo = 1``), its AttributeError is raised."""
+        if name.startswith("_") or name in _OWN_SLOTS:
+            object.__setattr__(self, name, value)
+            return
+        from .context import unwrap
+        setattr(self.__dict__["value"], name, unwrap(value))
+        recorder = self.__dict__.get("recorder")
+        if recorder is not None and active() is recorder:
+            recorder.set_fallback(f"setting ndarray.{name} is not traced by fusejit")
 
     def tolist(self):
         return guards.to_list(self)

@@ -397,15 +397,15 @@ def test_astype_takes_numpys_casting_order_and_subok_arguments():
 
 
 def test_a_fortran_ordered_copy_is_numpys_own():
-    def copy_f(x):   # np.copy with order="F" runs as a host op, "* 1" keeps its layout
-        return x.copy(order="F") * 1
+    def copy_f(x):   # np.copy with order="F" runs as a host op
+        return x.copy(order="F"), x.copy(order="F") + 1
 
     compiled = fusejit.compile(copy_f)
     for k in range(2):
         x = np.arange(6.0).reshape(2, 3) + k
         got = compiled(x)
         assert_same(copy_f(x), got)
-        assert got.flags.f_contiguous
+        assert got[0].flags.f_contiguous
 
 
 NUMPY_REDUCTION_RULES = {
@@ -458,6 +458,59 @@ def test_results_are_the_objects_and_views_numpy_returns_on_every_call(fn):
         assert_same(want, got)
         assert _identities(got, [y]) == _identities(want, [x])
         np.testing.assert_array_equal(x, y)
+
+
+def _set_flat(x):
+    x.flat = x[0, ::-1] * 2
+    return x * 1
+
+
+def _set_shape(x):
+    x.shape = (3, 2)
+    return x * 2
+
+
+def _set_parts(x):
+    z = x * (1 + 1j)
+    z.real = x[::-1]
+    z.imag = 3
+    return z
+
+
+@pytest.mark.parametrize("fn", [_set_flat, _set_shape, _set_parts])
+def test_setting_an_array_attribute_in_the_body_changes_it_as_eagerly(fn):
+    compiled = fusejit.compile(fn)
+    for k in range(3):
+        x, y = np.arange(6.0).reshape(2, 3) + k, np.arange(6.0).reshape(2, 3) + k
+        assert_same(fn(x), compiled(y))
+        assert_same(x, y)   # the argument too, as eager NumPy left it
+
+
+def test_setting_an_attribute_ndarray_lacks_raises_numpys_error():
+    def tag(x):
+        x.step = 1
+        return x
+
+    for fn in (tag, fusejit.compile(tag)):
+        with pytest.raises(AttributeError, match="'numpy.ndarray' object has no attribute"):
+            fn(np.ones(2))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (np.flip(x) * 1, np.hsplit(x, 2)[0] * 1, np.atleast_3d(x) - 0,
+               np.broadcast_arrays(x, x[0])[1] * 1, np.diagonal(x) * 1),
+    lambda x: (np.reshape(x, (4, -1), copy=True), x.reshape((4, 2), copy=True),
+               x.reshape(8, copy=True)),
+    lambda x: (x + 1, x + 1, np.sum(x, axis=()), x.astype(F32).mean(axis=())),
+], ids=["numpy-views-times-one", "reshape-copies", "equal-results"])
+def test_new_arrays_numpy_returns_are_new_arrays_on_every_call(fn):
+    # results NumPy made as new arrays must not alias the argument or one another
+    compiled = fusejit.compile(fn)
+    for k in range(3):
+        x, y = np.arange(8.0).reshape(2, 4) + k, np.arange(8.0).reshape(2, 4) + k
+        want, got = fn(x), compiled(y)
+        assert_same(want, got)
+        assert _identities(got, [y]) == _identities(want, [x])
 
 
 def _warnings_of(fn, *args):
