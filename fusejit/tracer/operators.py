@@ -163,6 +163,7 @@ for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argm
               "all", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum"):
     setattr(Tracer, _name, _method(getattr(np, _name)))
 
+
 def _reshape_method(self, *shape, order="C", copy=None, **by_name):
     """``ndarray.reshape``: the shape as one tuple or as separate sizes (not by name)."""
     if by_name:
@@ -171,8 +172,6 @@ def _reshape_method(self, *shape, order="C", copy=None, **by_name):
     return np.reshape(self, _shape_args(shape), order=order, copy=copy)
 
 
-Tracer.reshape = _reshape_method
-Tracer.transpose = lambda self, *axes: np.transpose(self, _shape_args(axes) or None)
 def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """``ndarray.astype``: a cast the ``casting`` rule refuses raises NumPy's TypeError (a
     matter of dtypes alone); another ``order`` than ``"K"`` is left to NumPy (eagerly), since
@@ -184,12 +183,14 @@ def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=Tr
     return np.astype(self, dtype, copy=copy)
 
 
-Tracer.astype = _astype_method
-Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
 def _copy_method(self, order="C"):
     """``ndarray.copy`` is C-ordered, unlike ``np.copy``; a NumPy scalar's is that scalar."""
     return np.copy(self, order=order) if isinstance(self.value, np.ndarray) else self
 
 
+Tracer.reshape = _reshape_method
+Tracer.astype = _astype_method
 Tracer.copy = _copy_method
+Tracer.transpose = lambda self, *axes: np.transpose(self, _shape_args(axes) or None)
+Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
 Tracer.clip = lambda self, min=None, max=None, **kwargs: np.clip(self, min, max, **kwargs)

@@ -70,7 +70,7 @@ def _as_views(leaves: tuple, raw: list) -> tuple:
         value = obj.value if isinstance(obj, Tracer) else None
         if leaf.kind == "value" and type(value) is np.ndarray:
             earlier = first.setdefault(leaf.index, value)
-            if earlier is not value and not np.shares_memory(earlier, value):
+            if earlier is not value and not np.may_share_memory(earlier, value):
                 leaf = replace(leaf, view="copy")
             elif not value.flags.writeable or earlier is not value:
                 leaf = replace(leaf, view="rw" if value.flags.writeable else "ro")
