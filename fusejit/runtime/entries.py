@@ -271,12 +271,15 @@ def _output_expression(leaf, position: int, names: dict) -> str:
 
 def argument_view(array, view: str):
     """A new view of an argument or a result (``x.reshape(x.shape)``), read-only where
-    NumPy's was; or a copy (one output that NumPy returned as two arrays). A device array is
-    handed out as it is."""
+    NumPy's was; or a copy (one output that NumPy returned as two arrays); or the array
+    itself made read-only ("frozen"). A device array is handed out as it is."""
     if type(array) is not np.ndarray:
         return array
     if view == "copy":
         return array.copy()
+    if view == "frozen":   # the output itself, read-only as NumPy's result was
+        array.flags.writeable = False
+        return array
     result = array.view()
     if view == "ro":
         result.flags.writeable = False

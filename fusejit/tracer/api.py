@@ -29,7 +29,7 @@ class OutputLeaf:
     pyint: bool = False    # the runtime returns int(v)
     pybool: bool = False   # the runtime returns bool(v): Python floats compared
     view: str = ""         # "arg", "value": "" the array itself, "rw"/"ro" a new (read-only)
-    #                        view, "copy" (a value) a copy;
+    #                        view; a value: "copy" a copy, "frozen" itself made read-only;
     #                        "view": "arg"/"capture", the written array ``views`` are taken of
     views: tuple = ()      # "view": the view nodes replayed on that array after its write-back
 

@@ -185,15 +185,22 @@ def guard_divisor(ufunc, divisor) -> None:
         add_guard(divisor.recorder, np.not_equal(divisor, 0).ir_var, "bool", True)
 
 
-def guard_power(ufunc, result) -> None:
+def guard_power(ufunc, result, operands) -> None:
     """Python's float ``**`` raises (OverflowError, ZeroDivisionError) or returns a complex
     where NumPy's gives inf or nan (``10.0 ** lr``, ``0.0 ** -lr``, ``lr ** 0.5`` of a
     negative ``lr``): a finite traced power is guarded finite, so a call where it is not
-    traces again and Python answers. A power that is already inf or nan is not guarded."""
+    traces again and Python answers. A power that is already inf or nan (``nan ** 0.5``)
+    guards its operands' values instead: no other call replays it."""
     from .tracer import Tracer
-    if ufunc is np.power and isinstance(result, Tracer) and _live(result) and \
-            type(result.value) is float and math.isfinite(result.value):
+    if ufunc is not np.power or not isinstance(result, Tracer) or not _live(result) or \
+            type(result.value) is not float:
+        return
+    if math.isfinite(result.value):
         add_guard(result.recorder, np.isfinite(result).ir_var, "bool", True)
+        return
+    for operand in operands:
+        if isinstance(operand, Tracer) and _live(operand):
+            add_guard(operand.recorder, operand.ir_var, "float", float(operand.value))
 
 
 def complex_power(ufunc, base, exponent) -> bool:

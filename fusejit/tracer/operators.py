@@ -31,7 +31,7 @@ def _weak_arith(py_op, ufunc, a, b):
     guard_divisor(ufunc, b)
     record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=True)
     result = surface(py_op, record, (a, b), {})
-    guard_power(ufunc, result)
+    guard_power(ufunc, result, (a, b))
     return result
 
 
@@ -178,7 +178,7 @@ def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=Tr
     its result's layout depends on the argument's."""
     if order != "K":
         return Tracer.__getattr__(self, "astype")(dtype, order, casting, subok, copy)
-    if not np.can_cast(self.dtype, dtype, casting):
+    if not np.can_cast(self.dtype, np.dtype(dtype), casting):
         np.empty(0, self.dtype).astype(dtype, casting=casting)   # raises NumPy's error
     return np.astype(self, dtype, copy=copy)
 

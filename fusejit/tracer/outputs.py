@@ -37,7 +37,7 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
         writes = written(recorder, proxies)
         out_leaves = _as_views(tuple(
             _output_leaf(recorder, leaf, proxies, outputs, returned, writes)
-            for leaf in out_leaves_raw), out_leaves_raw)
+            for leaf in out_leaves_raw), out_leaves_raw, proxies)
         mutations = tuple(_mutations(writes, outputs))
         attr_writes = tuple(replace(w, outputs=tuple(
             _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
@@ -58,24 +58,50 @@ def _new_view(value, of) -> bool:
             and isinstance(of, np.ndarray) and np.shares_memory(value, of))
 
 
-def _as_views(leaves: tuple, raw: list) -> tuple:
-    """Array results the runtime hands out as new views of a program output: a result NumPy
-    made read-only (``np.broadcast_to(y, s)``), and one that is the same output as an earlier
-    result but was another object (``return y, y.reshape(y.shape)``; ``return y, y`` stays one
-    object); as a copy where that other object held its own memory (``return x + 1, x + 1``,
-    one output after common subexpressions merged)."""
+def _as_views(leaves: tuple, raw: list, proxies: dict) -> tuple:
+    """How the runtime hands out array results that share one program output, or that NumPy
+    made read-only. The first result of an output is the output itself, made read-only where
+    NumPy's was (``np.broadcast_to(y, s)``; not a view of an argument, whose flag follows the
+    argument's); a later one is that same object (``return y, y``), a new view
+    (``return y, y.reshape(y.shape)``), or a copy where NumPy made two arrays
+    (``return x + 1, x + 1``, one output once common subexpressions merged)."""
     first: dict = {}
+    arguments = [proxy.value for proxy in proxies.values()]
     result = []
     for leaf, obj in zip(leaves, raw, strict=True):
         value = obj.value if isinstance(obj, Tracer) else None
         if leaf.kind == "value" and type(value) is np.ndarray:
-            earlier = first.setdefault(leaf.index, value)
-            if earlier is not value and not np.may_share_memory(earlier, value):
+            earlier, first_leaf = first.setdefault(leaf.index, (value, None))
+            if earlier is value:
+                leaf = first_leaf or _frozen(leaf, value, arguments)
+                first[leaf.index] = (value, leaf)
+            elif not np.may_share_memory(earlier, value):
                 leaf = replace(leaf, view="copy")
-            elif not value.flags.writeable or earlier is not value:
+            else:
                 leaf = replace(leaf, view="rw" if value.flags.writeable else "ro")
         result.append(leaf)
     return tuple(result)
+
+
+def _frozen(leaf, value, arguments):
+    if value.flags.writeable or any(np.may_share_memory(value, a) for a in arguments
+                                    if isinstance(a, np.ndarray)):
+        return leaf
+    return replace(leaf, view="frozen")
+
+
+def _argument_itself(leaf, proxies) -> int | None:
+    """The argument ``leaf`` is: its proxy, or the one argument whose array NumPy returned
+    itself (``np.squeeze(x)`` with no unit axis, ``np.atleast_1d(x)``,
+    ``np.nan_to_num(x, copy=False)`` after ``x += 1``); None when no argument, or several
+    that are one array (``f(a, a)``: which one a replay returns is not known), is."""
+    for index, proxy in proxies.items():
+        if proxy is leaf:
+            return index
+    if type(leaf.value) is not np.ndarray:
+        return None
+    same = [index for index, proxy in proxies.items() if proxy.value is leaf.value]
+    return same[0] if len(same) == 1 else None
 
 
 def _value_output(recorder, var, outputs) -> int:
@@ -127,11 +153,10 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
     if isinstance(leaf, CapturedTracer):    # ``return self.w``: the array itself, as eager
         leaf = leaf.registered()
     if isinstance(leaf, Tracer):
+        index = _argument_itself(leaf, proxies)
+        if index is not None:
+            return OutputLeaf("arg", index)
         for index, proxy in proxies.items():
-            if proxy is leaf or leaf.value is proxy.value and type(leaf.value) is np.ndarray:
-                # also what NumPy returned as the argument itself: np.squeeze(x) with no unit
-                # axis, np.atleast_1d(x), np.nan_to_num(x, copy=False) after x += 1
-                return OutputLeaf("arg", index)
             if proxy.ir_var is leaf.ir_var and _new_view(leaf.value, proxy.value):
                 # x.reshape(x.shape), x.ravel(), np.broadcast_to(x, x.shape): NumPy returned
                 # a new view of the argument, which the runtime takes again every call

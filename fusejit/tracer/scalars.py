@@ -40,7 +40,7 @@ def _record_python_op(py_op, ufunc, a, b, weak=True):
     guard_divisor(ufunc, b)
     record = lambda rec, concrete, *xs: record_ufunc(rec, concrete, ufunc, xs, weak=weak)
     result = surface(py_op, record, (a, b), {})
-    guard_power(ufunc, result)
+    guard_power(ufunc, result, (a, b))
     return result
 
 

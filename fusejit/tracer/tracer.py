@@ -133,6 +133,12 @@ class Tracer:
     def __index__(self):
         return guards.to_index(self)
 
+    def __trunc__(self):
+        """``math.trunc`` of a NumPy scalar (guarded, as ``int``); an array has none."""
+        if isinstance(self.value, np.ndarray):
+            raise TypeError("type numpy.ndarray doesn't define __trunc__ method")
+        return guards.to_int(self)
+
     def __complex__(self):
         value = complex(self.value)
         if active() is self.recorder:

@@ -460,6 +460,58 @@ def test_results_are_the_objects_and_views_numpy_returns_on_every_call(fn):
         np.testing.assert_array_equal(x, y)
 
 
+def test_argument_returned_after_a_first_call_with_one_array_twice():
+    def pick(x, y):
+        return x * 2, y, np.atleast_1d(y)
+
+    compiled, a, b = fusejit.compile(pick), np.arange(3.0), np.arange(3.0) + 10
+    compiled(a, a)
+    want, got = pick(a, b), compiled(a, b)
+    assert_same(want, got)
+    assert got[1] is b and got[2] is b
+
+
+def test_read_only_results_follow_numpy_on_every_call():
+    def views(x):
+        b = np.broadcast_to(x * 2, x.shape)
+        return np.flip(x), b, b
+
+    compiled = fusejit.compile(views)
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    compiled(frozen)    # traced with a read-only argument: np.flip of it is read-only
+    for k in range(2):
+        x, y = np.arange(3.0) + k, np.arange(3.0) + k
+        want, got = views(x), compiled(y)
+        assert_same(want, got)
+        assert _identities(got, [y]) == _identities(want, [x])
+
+
+def test_a_power_traced_as_nan_replays_for_no_other_operands():
+    def root(x, lr):
+        return x * lr ** 0.5, x.sum().item() ** 2
+
+    compiled, x = fusejit.compile(root), np.ones(2)
+    for lr, big in ((np.nan, 1.0), (-4.0, 1.0), (4.0, 1.0), (4.0, 1e300)):
+        x = np.array([big, big])
+        assert _outcome(compiled, x, lr)[0] == _outcome(root, x, lr)[0]
+        if _outcome(root, x, lr)[1] is not None:
+            assert_same(root(x, lr), compiled(x, lr))
+
+
+def test_signed_zeros_and_truncation_of_traced_scalars():
+    import math
+
+    def signs(x, s):
+        return math.copysign(1.0, float(x[0])) * x, math.trunc(x.sum()) + math.trunc(s), \
+            x.astype(None)
+
+    compiled = fusejit.compile(signs)
+    for v, s in ((-0.0, 2.5), (0.0, -0.5), (-0.0, 3.0), (2.5, 0.0)):
+        x = np.array([v, 1.5])
+        assert_same(signs(x, s), compiled(x, s))
+
+
 def _set_flat(x):
     x.flat = x[0, ::-1] * 2
     return x * 1
