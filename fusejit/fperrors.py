@@ -35,6 +35,26 @@ def _verdict() -> bool:
     return any(mode in ("raise", "call") for mode in np.geterr().values())
 
 
+FILTER_REASON = ("the body turns NumPy's floating-point warnings into errors "
+                 "(warnings.simplefilter('error')), which compiled kernels do not raise")
+
+
+def body_raises_warnings(filters_at_start: tuple) -> bool:
+    """Whether the body changed the warning filters (``warnings.catch_warnings`` with
+    ``simplefilter("error")``) so that NumPy's RuntimeWarning now raises: then whether it
+    raises depends on data, and ``except RuntimeWarning`` takes another branch, which a replay
+    cannot follow. Filters set around the call are the caller's: tracing raises under them as
+    eagerly, and replays do not warn (README)."""
+    filters = warnings.filters
+    if tuple(filters) == filters_at_start:
+        return False
+    for action, message, category, module, _ in filters:
+        if issubclass(RuntimeWarning, category) and module is None and \
+                (message is None or message.match("divide by zero encountered")):
+            return action == "error"
+    return False
+
+
 class _Log:
     """Receives NumPy's floating-point warnings: in ``"log"`` mode NumPy hands each message
     (``"Warning: divide by zero encountered in log\\n"``) to ``write``."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
@@ -88,6 +89,7 @@ class Recorder:
     masked: list = field(default_factory=list)       # masked.MaskedStore, checked at the end
     paths: dict = field(default_factory=dict)  # id(ndarray) -> (ndarray, [(source, steps)]):
     #                                            every path seen holding it (Capture.aliases)
+    warning_filters: tuple = field(default_factory=lambda: tuple(warnings.filters))
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -336,6 +338,8 @@ def _compute(compute, recorder, args, kwargs):
     once for all lines)."""
     if recorder is None:
         return compute(*unwrap(args), **unwrap(kwargs))
+    if recorder.fallback is None and fperrors.body_raises_warnings(recorder.warning_filters):
+        recorder.set_fallback(fperrors.FILTER_REASON)
     concrete, messages = fperrors.collecting(compute, *unwrap(args), **unwrap(kwargs))
     if messages:
         frames = user_frames(3)

@@ -585,6 +585,23 @@ def test_floating_point_warnings_while_tracing_name_the_users_line():
     assert _warnings_of(compiled, zeros) == []   # a replay does not warn (README)
 
 
+def test_a_body_that_turns_floating_point_warnings_into_errors_runs_eagerly():
+    # whether np.log raises then depends on data, and the except branch with it
+    def guarded_log(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                return np.log(x).sum()
+            except RuntimeWarning:
+                return -1.0
+
+    compiled = fusejit.compile(guarded_log)
+    for values in ([1.0, 2.0], [-1.0, 2.0], [0.0, 2.0], [3.0, 2.0]):
+        x = np.array(values)
+        assert_same(guarded_log(x), compiled(x))
+    assert "into errors" in str(compiled.explain(np.ones(2)))
+
+
 def test_an_error_filter_for_floating_point_warnings_raises_while_tracing():
     def logs(x):
         return np.log(x) * 2
