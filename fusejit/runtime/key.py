@@ -34,15 +34,21 @@ def leaf_signature(leaf):
         hash(leaf)
     except TypeError:
         return (_BY_ID, id(leaf))
+    if cls is complex:
+        return (_STATIC, typed(leaf))
     return (_STATIC, cls, leaf)
 
 
 def typed(value):
     """``value`` with the type of each element beside it: ``2`` and ``2.0`` are equal and
-    hash alike, but trace differently (``x * n`` is an int array for one of them)."""
-    if type(value) is tuple:
+    hash alike, but trace differently (``x * n`` is an int array for one of them). Floats
+    go by their text: ``-0.0`` is not ``0.0`` there, and every NaN is one value."""
+    cls = type(value)
+    if cls is tuple:
         return tuple(typed(v) for v in value)
-    return (type(value), value)
+    if isinstance(value, (float, complex, np.inexact)):
+        return (cls, repr(value))
+    return (cls, value)
 
 
 def by_identity(leaves) -> list:
@@ -96,7 +102,8 @@ def _structure(tree, leaves: list):
         leaves.append(tree)
         return (_ARRAY, tree.shape, tree.dtype)
     if cls is dict:
-        return (dict, tuple(tree), tuple([_structure(v, leaves) for v in tree.values()]))
+        return (dict, tuple([typed(k) for k in tree]),
+                tuple([_structure(v, leaves) for v in tree.values()]))
     if cls is tuple or cls is list or (isinstance(tree, tuple) and hasattr(cls, "_fields")):
         return (cls, tuple([_structure(v, leaves) for v in tree]))
     leaves.append(tree)

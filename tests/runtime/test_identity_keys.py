@@ -1,6 +1,7 @@
 """Arguments the cache key holds by id (unhashable objects) never reach a program traced for
 another object that later got the same id; slices are keyed by value."""
 import gc
+import math
 
 import numpy as np
 import pytest
@@ -99,3 +100,25 @@ def test_static_values_equal_across_types_are_keyed_apart():
     x = np.arange(3.0)
     for n in (2, 2.0, True, 1):
         assert_same(times(x, n=n), compiled(x, n=n))
+
+
+def test_dict_keys_equal_across_types_are_keyed_apart():
+    def lookup(x, table):
+        return x * len(str(next(iter(table))))
+
+    compiled = fusejit.compile(lookup)
+    x = np.arange(3.0)
+    for key in (1, 1.0, True, 1):
+        assert_same(lookup(x, {key: x}), compiled(x, {key: x}))
+    assert compiled.cache_info()["signatures"] == 3
+
+
+def test_static_signed_zeros_are_keyed_apart_and_nan_is_one_value():
+    def signed(x, z):
+        return x * math.copysign(1.0, z)
+
+    compiled = fusejit.compile(signed, static_argnames=("z",))
+    x = np.arange(3.0)
+    for z in (0.0, -0.0, 0.0, float("nan"), float("nan")):
+        assert_same(signed(x, z=z), compiled(x, z=z))
+    assert compiled.cache_info()["signatures"] == 3
