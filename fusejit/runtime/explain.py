@@ -147,7 +147,8 @@ def _path_text(index, path) -> str:
     for guard, repeats in _runs(guards):
         code = f"  `{guard.loc.code}`" if guard.loc is not None and guard.loc.code else ""
         times = f" (x{repeats})" if repeats > 1 else ""
-        lines.append(f"    {guard.convert}() == {guard.expected!r}{times} at "
+        call = guard.convert if not isinstance(guard.convert, str) else f"{guard.convert}()"
+        lines.append(f"    {call} == {guard.expected!r}{times} at "
                      f"{_loc(guard.loc)}{code}")
     return "\n".join(lines)
 

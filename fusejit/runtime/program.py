@@ -36,7 +36,7 @@ class GuardFailed(Exception):
 @dataclass(frozen=True)
 class GuardCheck:
     slot: int
-    convert: str       # "bool" | "int" | "float" | "item" | "tolist" | "shape"
+    convert: object    # "bool" | "int" | "float" | "item" | "tolist" | "shape" | a TextRead
     expected: object
 
     def holds(self, value) -> bool:
@@ -62,6 +62,8 @@ def _same(observed, expected) -> bool:
 
 
 def _convert(value, how):
+    if not isinstance(how, str):    # tracer.text.TextRead: text of the value, read
+        return how(value)
     if how == "shape":
         return tuple(value.shape)
     if how == "tolist":

@@ -54,7 +54,7 @@ _INT64 = np.iinfo(np.int64)
 @dataclass(frozen=True)
 class Guard:
     output: int        # index into graph.outputs of the traced value the guard reads
-    convert: str       # "bool" | "int" | "float" | "item" | "tolist" | "shape"
+    convert: object    # "bool" | "int" | "float" | "item" | "tolist" | "shape" | a TextRead
     expected: object   # the Python value observed while tracing (for "shape": the shape tuple)
     loc: Loc | None    # user source line; loc.code has the line's text
 
@@ -87,7 +87,7 @@ def _check_count(recorder) -> None:
                               f"values in a loop")
 
 
-def _live(tracer) -> bool:
+def live(tracer) -> bool:
     """Recording this tracer's trace (not after it ended, nor after a fallback)."""
     return active() is tracer.recorder and tracer.recorder.fallback is None
 
@@ -110,7 +110,7 @@ def _noting_raises(convert):
 @_noting_raises
 def to_bool(tracer) -> bool:
     value = bool(tracer.value)
-    if _live(tracer):
+    if live(tracer):
         add_guard(tracer.recorder, tracer.ir_var, "bool", value)
     return value
 
@@ -167,9 +167,9 @@ def python_float(recorder, var, value: float) -> float:
 
 @_noting_raises
 def to_float(tracer) -> float:
-    if not _live(tracer) or np.dtype(tracer.dtype).kind == "c":
+    if not live(tracer) or np.dtype(tracer.dtype).kind == "c":
         value = float(tracer.value)
-        if _live(tracer):
+        if live(tracer):
             add_guard(tracer.recorder, tracer.ir_var, "float", value)
         return value
     return python_float(tracer.recorder, _scalar_var(tracer, np.float64), tracer.value)
@@ -181,7 +181,7 @@ def guard_divisor(ufunc, divisor) -> None:
     zero traces again and raises Python's error."""
     from .tracer import Tracer
     if ufunc in (np.true_divide, np.floor_divide, np.remainder) and \
-            isinstance(divisor, Tracer) and _live(divisor) and divisor.value != 0:
+            isinstance(divisor, Tracer) and live(divisor) and divisor.value != 0:
         add_guard(divisor.recorder, np.not_equal(divisor, 0).ir_var, "bool", True)
 
 
@@ -192,14 +192,14 @@ def guard_power(ufunc, result, operands) -> None:
     traces again and Python answers. A power that is already inf or nan (``nan ** 0.5``)
     guards its operands' values instead: no other call replays it."""
     from .tracer import Tracer
-    if ufunc is not np.power or not isinstance(result, Tracer) or not _live(result) or \
+    if ufunc is not np.power or not isinstance(result, Tracer) or not live(result) or \
             type(result.value) is not float:
         return
     if math.isfinite(result.value):
         add_guard(result.recorder, np.isfinite(result).ir_var, "bool", True)
         return
     for operand in operands:
-        if isinstance(operand, Tracer) and _live(operand):
+        if isinstance(operand, Tracer) and live(operand):
             add_guard(operand.recorder, operand.ir_var, "float", float(operand.value))
 
 
@@ -219,7 +219,7 @@ def complex_power(ufunc, base, exponent) -> bool:
 
 def guarded_value(tracer) -> float:
     """A weak scalar's Python float, guarded: Python computes with it (``lr * 1j``)."""
-    if _live(tracer):
+    if live(tracer):
         add_guard(tracer.recorder, tracer.ir_var, "float", tracer.value)
     return tracer.value
 
@@ -227,7 +227,7 @@ def guarded_value(tracer) -> float:
 @_noting_raises
 def to_int(tracer) -> int:
     value = int(tracer.value)
-    if _live(tracer):
+    if live(tracer):
         add_guard(tracer.recorder, tracer.ir_var, "int", value)
     return value
 
@@ -235,7 +235,7 @@ def to_int(tracer) -> int:
 @_noting_raises
 def to_index(tracer) -> int:
     value = operator.index(tracer.value)
-    if _live(tracer):
+    if live(tracer):
         add_guard(tracer.recorder, tracer.ir_var, "int", value)
     return value
 
@@ -244,7 +244,7 @@ def to_index(tracer) -> int:
 def to_item(tracer, *args):
     value = tracer.value
     item = value.item(*args) if hasattr(value, "item") else value
-    if not _live(tracer):
+    if not live(tracer):
         return item
     if not args and type(item) is float:
         from .scalars import TracedFloat
@@ -260,7 +260,7 @@ def to_item(tracer, *args):
 def to_list(tracer):
     value = tracer.value
     result = value.tolist() if hasattr(value, "tolist") else value
-    if _live(tracer):
+    if live(tracer):
         add_guard(tracer.recorder, tracer.ir_var, "tolist", result)
     return result
 

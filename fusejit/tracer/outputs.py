@@ -17,6 +17,7 @@ from .pytree import flatten, unflatten
 from .returned_views import view_chain, written
 from .scalars import TracedFloat
 from .side_effects import detect
+from .text import TracedText
 from .tracer import CapturedTracer, Tracer
 
 
@@ -142,7 +143,8 @@ def _holds_formatted_text(recorder, text: str) -> bool:
 
 
 def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLeaf:
-    if type(leaf) is str and _holds_formatted_text(recorder, leaf):
+    if isinstance(leaf, TracedText) or type(leaf) is str and \
+            _holds_formatted_text(recorder, leaf):
         recorder.set_fallback(RETURNED_TEXT)
     if isinstance(leaf, TracedFloat) and getattr(leaf, "tracer", None) is not None \
             and leaf.tracer.recorder is recorder:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .context import active, surface
 from .guards import add_guard, complex_power, guard_divisor, guard_power
+from .text import TextSource, TracedText
 from .tracer import Tracer, remember_text
 
 
@@ -144,18 +145,20 @@ class TracedFloat(float):
         return lower(surface(operator.abs, _abs_record, (self.tracer,), {}))
 
     def __repr__(self):
-        return self._text(float.__repr__(self))
+        return self._text(("repr",), float.__repr__(self))
 
     __str__ = __repr__
 
     def __format__(self, spec):
-        return self._text(float.__format__(self, spec))
+        return self._text(("format", spec), float.__format__(self, spec))
 
-    def _text(self, text: str) -> str:
-        """Formatting records no guard; a returned text runs the signature eagerly."""
-        if self.live():
-            remember_text(self.tracer.recorder, text)
-        return text
+    def _text(self, base, text: str) -> str:
+        """Formatting records no guard until the body reads the text as data (``text.py``);
+        a returned text runs the signature eagerly."""
+        if not self.live():
+            return text
+        remember_text(self.tracer.recorder, text)
+        return TracedText(text, TextSource(self.tracer, base))
 
     def __reduce__(self):
         return float, (self._guard(),)

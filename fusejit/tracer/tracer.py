@@ -16,6 +16,7 @@ from ..errors import EagerFallback
 from . import guards
 from .context import active
 from .loc import called_from_user
+from .text import Raised, TextRead, TextSource, TracedText
 
 
 @dataclass
@@ -80,23 +81,29 @@ class Tracer:
 
     # -- text: a side effect of tracing, as print is ------------------------------------------
     def __repr__(self):
-        return self._text(repr)
+        return self._text(("repr",))
 
     def __str__(self):
-        return self._text(str)
+        return self._text(("str",))
 
     def __format__(self, spec):
-        return self._text(lambda value: format(value, spec))
+        return self._text(("format", spec))
 
-    def _text(self, convert) -> str:
-        """NumPy's text of the value seen while tracing (print, logging, f-strings), with no
-        guard; a returned one runs the signature eagerly (``outputs.returned_text``)."""
+    def _text(self, base) -> str:
+        """NumPy's text of the value seen while tracing (print, logging, f-strings): no guard
+        until the body reads the text as data (``text.py``); a returned one runs the signature
+        eagerly (``outputs.returned_text``)."""
         if "value" not in self.__dict__:
             return f"Tracer({self._var.type})"
         note_shape_seen(self, skip=4)   # the text shows how many values there are
-        text = convert(self.value)
+        text = TextRead(type(self.value), base, ())(self.value)
+        if isinstance(text, Raised):    # format(x, "d") of a float array: NumPy's own error
+            return self._text_error(base)
         remember_text(self.__dict__.get("recorder"), text)
-        return text
+        return TracedText(text, TextSource(self, base))
+
+    def _text_error(self, base):
+        return format(self.value, base[1]) if base[0] == "format" else str(self.value)
 
     # -- NEP 13 / NEP 18 ---------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):

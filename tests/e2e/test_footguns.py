@@ -56,6 +56,41 @@ def test_a_returned_string_made_from_a_traced_value_runs_eagerly(text):
     assert compiled.cache_info()["eager_signatures"] == 1
 
 
+def nan_policy(x, table):
+    loss = x.sum()
+    if str(loss) == "nan":                  # text compared
+        return x * 0
+    scale = table[f"{x.argmax()}"]          # text looked up
+    if "e" in repr(x.max().item()):         # text searched
+        scale = scale * 10
+    return x * scale
+
+
+def test_text_of_a_traced_value_read_as_data_guards_the_value():
+    compiled = fusejit.compile(nan_policy)
+    table = {"0": 2.0, "1": 3.0}
+    for v in (2.0, np.nan, 0.5, 1e20, np.inf, 0.25, 2.0):
+        x = np.array([1.0, v])
+        assert_same(nan_policy(x, table), compiled(x, table))
+    # a replay checks each read's answer, not the value: inf replays the path traced for 2.0
+    info = compiled.cache_info()
+    assert (info["traces"], info["hits"], info["eager_calls"]) == (4, 3, 0)
+
+
+def test_text_made_from_text_keeps_its_guard_and_printed_text_guards_nothing(capsys):
+    @fusejit.compile
+    def labelled(x):
+        label = ("class " + str(x.argmax())).upper()
+        print(label, f"{label:>12}")
+        return x * (2.0 if label.endswith("1") else 3.0)
+
+    for x in ([1.0, 2.0], [2.0, 1.0], [0.0, 5.0]):
+        x = np.array(x)
+        assert_same(x * (2.0 if x.argmax() == 1 else 3.0), labelled(x))
+    assert capsys.readouterr().out.splitlines() == ["CLASS 1      CLASS 1", "CLASS 0      CLASS 0"]
+    assert labelled.cache_info()["hits"] == 1
+
+
 def test_type_checks_in_the_body_see_numpys_classes():
     def checked(x, lr):
         array = isinstance(x, np.ndarray) and isinstance(x.sum(), np.floating)
@@ -486,3 +521,19 @@ def test_random_numbers_drawn_in_the_body_are_frozen_and_explain_warns():
     first = noisy_relu(x)
     assert_same(first, noisy_relu(x))
     assert "random" in str(noisy_relu.explain(x))
+
+
+def test_a_text_read_that_raises_is_an_answer_too():
+    def third_char(x):
+        try:
+            return x * (2.0 if str(x.sum())[3] == "5" else 3.0)
+        except IndexError:                  # "1.0" has no [3]
+            return x * 0
+
+    compiled = fusejit.compile(third_char)
+    for x in ([1.0, 0.5], [0.5, 0.5], [1.0, 0.25], [1.0, 0.125], [2.0, 0.5], [1.0, 0.75]):
+        x = np.array(x)
+        assert_same(third_char(x), compiled(x))
+    assert compiled.cache_info()["traces"] == 3
+    assert "str(value).__getitem__(3) == Raised(error=<class 'IndexError'>)" in str(
+        compiled.explain(np.array([0.5, 0.5])))
