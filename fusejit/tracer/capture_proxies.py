@@ -21,7 +21,7 @@ import types
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .captures import MAX_DEPTH, found_path
+from .captures import MAX_DEPTH, bound_parts, found_path, user_code
 from .context import unwrap
 from .loc import classify
 from .overlay import Copies, proxyable
@@ -78,6 +78,8 @@ class _Swaps:
             for key, item in enumerate(value):
                 self.swap(item, _below(where, "item", key), depth - 1, again)
             return
+        elif isinstance(value, (type, types.ModuleType)) and user_code(value):
+            slots = _Attributes(value)     # ``cls.table``, ``config.W`` of another module
         elif watchable(value) and _user_class(value) and not isinstance(value, Tracer):
             slots = vars(value)
         else:
@@ -112,8 +114,24 @@ class _Swaps:
 
 
 def _items(slots) -> list:
-    """(key, item) pairs of a dict, list or ``__dict__``, taken before any is replaced."""
-    return list(slots.items() if type(slots) is dict else enumerate(slots))
+    """(key, item) pairs of a dict, list, ``__dict__`` or ``_Attributes``, taken before any
+    is replaced."""
+    return list(enumerate(slots) if type(slots) is list else slots.items())
+
+
+class _Attributes:
+    """The attributes of a class or module as slots to swap (a class's ``vars`` is read-only;
+    dunder names and modules are left alone)."""
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def items(self):
+        return [(k, v) for k, v in vars(self.owner).items()
+                if not k.startswith("__") and not isinstance(v, types.ModuleType)]
+
+    def __setitem__(self, key, value):
+        setattr(self.owner, key, value)
 
 
 def _user_class(obj) -> bool:
@@ -131,18 +149,26 @@ def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
     swaps = _Swaps(recorder)
     result = Plan(fn, swaps, Copies(swaps))
     if isinstance(fn, functools.partial) and type(fn.func) is types.FunctionType:
-        result.fn = functools.partial(result.copies.function(fn.func), *fn.args, **fn.keywords)
-        for name, value in fn.keywords.items():   # static arguments (``static_argnames``)
-            swaps.swap(value, (("object", value), (), name))
+        args = [_bound(swaps, value, i) for i, value in enumerate(fn.args)]
+        keywords = {k: _bound(swaps, value, k) for k, value in fn.keywords.items()}
+        result.fn = functools.partial(result.copies.function(fn.func), *args, **keywords)
         return _argument_objects(result, leaves, hints)
-    bound = getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
-    func = fn.__func__ if bound is not None else fn
+    bound, func = bound_parts(fn)
     if type(func) is types.FunctionType:
         func = result.copies.function(func)
         result.fn = func if bound is None else types.MethodType(func, bound)
     if bound is not None:
         swaps.swap(bound, (("object", bound), (), "self"))
     return _argument_objects(result, leaves, hints)
+
+
+def _bound(swaps: _Swaps, value, name):
+    """A partial's bound argument (``static_argnames`` values among them): an array is read
+    by reference; the arrays an object holds are swapped."""
+    if proxyable(value):
+        return swaps.proxy(value, (("object", value), (), f"partial argument {name}"))
+    swaps.swap(value, (("object", value), (), name))
+    return value
 
 
 def _argument_objects(result: Plan, leaves, hints) -> Plan:

@@ -8,12 +8,15 @@ constant: the capture holds a copy taken when the trace first read it.
 from __future__ import annotations
 
 import contextlib
+import functools
+import sys
 import types
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..ir import TensorType
+from .loc import classify
 
 MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is three
 
@@ -151,7 +154,10 @@ def _children(obj):
         return [(("item", k), v) for k, v in obj.items()]
     if isinstance(obj, (list, tuple)):
         return [(("item", i), v) for i, v in enumerate(obj)]
-    if isinstance(obj, (types.ModuleType, type, types.FunctionType, np.ndarray)):
+    if isinstance(obj, (types.ModuleType, type)):   # ``cls.table``, ``config.W`` of user code
+        return [(("attr", k), v) for k, v in vars(obj).items() if not k.startswith("__")
+                and not isinstance(v, types.ModuleType)] if user_code(obj) else []
+    if isinstance(obj, (types.FunctionType, np.ndarray)):
         return []
     attrs = getattr(obj, "__dict__", None)
     slots = slot_items(obj)
@@ -161,6 +167,13 @@ def _children(obj):
                 if type(v) is np.ndarray and k not in attrs]   # ``self.table`` of the class
     return [(("attr", k), v) for k, v in [*attrs.items(), *slots, *on_class]
             if not k.startswith("__")]
+
+
+def user_code(obj) -> bool:
+    """A module or class defined in user code (not NumPy's, nor the standard library's)."""
+    module = obj if isinstance(obj, types.ModuleType) else sys.modules.get(obj.__module__)
+    filename = getattr(module, "__file__", None)
+    return filename is not None and classify(filename) == "user"
 
 
 def slot_names(cls) -> list[str]:
@@ -228,8 +241,11 @@ class Roots:
     def of(cls, fn, arg_leaves: list, leaf_paths: list[str]) -> Roots:
         roots = cls()
         fn = getattr(fn, "__wrapped__", fn)
-        self_obj = getattr(fn, "__self__", None)
-        func = getattr(fn, "__func__", fn)
+        if isinstance(fn, functools.partial):   # its bound arguments, then its function
+            roots.candidates += [(("object", v), f"partial argument {k}") for k, v in
+                                 [*enumerate(fn.args), *fn.keywords.items()]]
+            fn = fn.func
+        self_obj, func = bound_parts(fn)
         if self_obj is not None:
             roots.candidates.append((("object", self_obj), "self"))
         code = getattr(func, "__code__", None)
@@ -238,16 +254,35 @@ class Roots:
             cells = func.__closure__ or ()
             for name, cell in zip(code.co_freevars, cells, strict=False):
                 roots.candidates.append((("cell", cell), name))
+            if func.__kwdefaults__:
+                roots.candidates.append(((("object", func.__kwdefaults__)), "default"))
         for index, (leaf, path) in enumerate(zip(arg_leaves, leaf_paths, strict=True)):
             if not isinstance(leaf, (np.ndarray, np.generic, int, float, str, bytes)):
                 roots.candidates.append((("leaf", index), path))
         return roots
 
     def add_globals(self, globals_dict: dict, code) -> None:
+        """The globals the code names, then the other global arrays (``eval("W")``)."""
         globals_dict = getattr(globals_dict, "real", globals_dict)   # a traced copy's overlay
-        for name in sorted(code_names(code)):
+        names = code_names(code)
+        for name in sorted(names):
             if name in globals_dict:
                 self.candidates.append((("global", globals_dict, name), name))
+        self.candidates += [(("global", globals_dict, name), name) for name, value in
+                            list(globals_dict.items())
+                            if type(value) is np.ndarray and name not in names]
+
+
+def bound_parts(fn) -> tuple:
+    """(the object a method is bound to or None, the function): ``obj.f`` and ``cls.f`` of a
+    classmethod, and a callable object, whose ``__call__`` is the function."""
+    if isinstance(fn, types.MethodType):
+        return fn.__self__, fn.__func__
+    if not isinstance(fn, (types.FunctionType, type, types.BuiltinFunctionType)):
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's, not callable()
+        if type(call) is types.FunctionType:
+            return fn, call
+    return None, fn
 
 
 class SizeChanged(LookupError):

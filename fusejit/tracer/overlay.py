@@ -111,7 +111,7 @@ for default argument arrays."""
                                                   strict=True))
         copy = types.FunctionType(func.__code__, overlay, func.__name__, self._defaults(func),
                                   closure)
-        copy.__kwdefaults__, copy.__qualname__ = func.__kwdefaults__, func.__qualname__
+        copy.__kwdefaults__, copy.__qualname__ = self._kwdefaults(func), func.__qualname__
         copy.__module__, copy.__annotations__ = func.__module__, func.__annotations__
         copy.__dict__.update(func.__dict__)
         self.functions[id(func)] = copy
@@ -124,6 +124,14 @@ for default argument arrays."""
         return tuple(self.swaps.proxy(value, (("object", func), step, func.__name__))
                      if proxyable(value) else value
                      for value, step in zip(defaults, steps, strict=True)) or None
+
+    def _kwdefaults(self, func):
+        """Keyword-only default arrays as proxies read through ``func.__kwdefaults__``."""
+        if not func.__kwdefaults__:
+            return func.__kwdefaults__
+        return {k: self.swaps.proxy(v, (("object", func), (("attr", "__kwdefaults__"),
+                                                         ("item", k)), func.__name__))
+                if proxyable(v) else v for k, v in func.__kwdefaults__.items()}
 
     def _cell(self, cell, name: str):
         try:

@@ -1,0 +1,127 @@
+"""Arrays the body reaches by routes other than its globals, cells and arguments (a partial's
+bound arguments, a callable object's attributes, a class, keyword defaults, another module)
+are captures read by reference on every call: writes replay, outside updates are seen.
+
+Each test runs the same steps eagerly on state of its own and compiled, comparing results and
+state after every call."""
+import functools
+
+import numpy as np
+
+import fusejit
+from tests.e2e import capture_state
+from tests.oracle import assert_same
+
+
+def _accumulate(x, acc):
+    acc *= 0.5                          # no traced value in it
+    acc += x
+    return acc.sum()
+
+
+def _steps(call, state):
+    """Three calls, with an outside update of ``state`` before the last."""
+    seen = []
+    for step in range(3):
+        if step == 2:
+            state[...] += 10
+        seen += [call(np.ones(2)), state.copy()]
+    return seen
+
+
+def _assert_same_steps(eager, compiled, eager_state, compiled_state):
+    for want, got in zip(_steps(eager, eager_state), _steps(compiled, compiled_state),
+                         strict=True):
+        assert_same(want, got)
+
+
+def test_arrays_bound_by_a_partial_are_captures():
+    for bind in (lambda acc: functools.partial(_accumulate, acc=acc),
+                 lambda acc: functools.partial(lambda acc, x: _accumulate(x, acc), acc)):
+        eager_acc, compiled_acc = np.zeros(2), np.zeros(2)
+        compiled = fusejit.compile(bind(compiled_acc))
+        _assert_same_steps(bind(eager_acc), compiled, eager_acc, compiled_acc)
+        info = compiled.cache_info()
+        assert (info["traces"], info["eager_calls"]) == (1, 0)
+
+
+class Accumulator:
+    def __init__(self):
+        self.w = np.zeros(2)
+
+    def __call__(self, x):
+        self.w *= 0.5
+        self.w += x
+        return self.w.sum()
+
+
+def test_a_compiled_callable_object_reads_its_attributes_every_call():
+    eager, model = Accumulator(), Accumulator()
+    compiled = fusejit.compile(model)
+    _assert_same_steps(eager, compiled, eager.w, model.w)
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (1, 0)
+
+
+class Table:
+    C = np.zeros(2)
+
+    @classmethod
+    def step(cls, x):
+        cls.C *= 0.5
+        cls.C += x
+        return x * cls.C
+
+
+def test_class_attributes_reached_through_cls_are_captures():
+    compiled = fusejit.compile(Table.step)
+    eager_seen = _steps(Table.step, Table.C)
+    Table.C[...] = 0
+    for want, got in zip(eager_seen, _steps(compiled, Table.C), strict=True):
+        assert_same(want, got)
+    assert type(Table.C) is np.ndarray and compiled.cache_info()["eager_calls"] == 0
+
+
+def _keyword_default(x, *, acc=np.zeros(2)):  # noqa: B008 - the state under test
+    acc *= 0.5
+    acc += x
+    return acc.sum()
+
+
+def test_keyword_only_default_arrays_are_captures():
+    acc = _keyword_default.__kwdefaults__["acc"]
+    eager_seen = _steps(_keyword_default, acc)
+    acc[...] = 0
+    compiled = fusejit.compile(_keyword_default)
+    for want, got in zip(eager_seen, _steps(compiled, acc), strict=True):
+        assert_same(want, got)
+
+
+def _other_module(x):
+    capture_state.W *= 0.5
+    capture_state.W += x
+    return x * capture_state.W
+
+
+def test_arrays_of_another_module_are_captures():
+    capture_state.W[...] = 0
+    eager_seen = _steps(_other_module, capture_state.W)
+    capture_state.W[...] = 0
+    compiled = fusejit.compile(_other_module)
+    for want, got in zip(eager_seen, _steps(compiled, capture_state.W), strict=True):
+        assert_same(want, got)
+    assert type(capture_state.W) is np.ndarray
+
+
+EVALUATED = np.zeros(2)
+
+
+def _evaluated(x):
+    return x * eval("EVALUATED")  # noqa: S307 - a name the code does not mention
+
+
+def test_a_global_array_read_by_eval_is_a_capture():
+    compiled = fusejit.compile(_evaluated)
+    for fill in (1.0, 2.0, 3.0):
+        EVALUATED[...] = fill
+        assert_same(_evaluated(np.ones(2)), compiled(np.ones(2)))
