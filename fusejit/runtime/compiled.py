@@ -12,6 +12,7 @@ from .. import config, fperrors
 from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
 from ..tracer import flatten, trace
+from ..tracer.returned_containers import fill
 from .deferred_writes import written_inputs
 from .device import copy_into, host_copies, to_device
 from .entries import (
@@ -126,7 +127,7 @@ class CompiledFunction:
                 return self._run_aliased(fn, args, kwargs)
             if result is not MISS and result is not RETRACE:
                 self._stats["hits"] += 1
-                return result
+                return fill(result, args, kwargs) if tree.fills else result
             if tree.eager is not None and result is not RETRACE:
                 tree.eager.calls += 1
                 self._stats["eager_calls"] += 1
@@ -258,6 +259,7 @@ class CompiledFunction:
         self._stats["kernels_reused"] += counts["reused"]
         owner = getattr(self.fn, "__self__", None)
         tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
+        tree.fills = tree.fills or recorded.returns_containers
 
     # -- introspection -------------------------------------------------------------------
     def cache_info(self) -> dict:

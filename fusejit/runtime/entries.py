@@ -57,7 +57,8 @@ class CompiledEntry:
             if capture.aliases and not capture.aliases_hold(leaves, array):
                 raise GuardFailed(f"{capture.description} and its aliases no longer hold "
                                   "the same array")
-        if trace.mutations and _aliased_writes(trace, leaves, inputs, captured):
+        if trace.mutations and (_aliased_writes(trace, leaves, inputs, captured)
+                                or _written_overlaps_itself(trace, leaves, captured)):
             return ALIASED
         rebound = _rebind_targets(trace.attr_writes, leaves, self.owner) \
             if trace.attr_writes else ()
@@ -67,8 +68,6 @@ class CompiledEntry:
             targets = [leaves[m.index] if m.target == "arg" else captured[m.index]
                        for m in trace.mutations]
             check_writeable(targets)
-            if any(overlaps_itself(t) for t in targets if isinstance(t, np.ndarray)):
-                return ALIASED
         journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
         with journal:   # writes into the caller's arrays are undone if the replay fails
             values = self.program.run(inputs + list(captured) if captured else inputs)
@@ -117,6 +116,7 @@ class TraceTree:
     replay_errors: int = 0
     last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
+    fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
 
     def run(self, leaves):
         for path in self.paths:
@@ -179,6 +179,17 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
         owner = _owner(target)
         near = by_owner.get(owner, []) + (by_owner.get(0, []) if owner else [])
         if any(other != key and np.may_share_memory(target, arrays[other]) for other in near):
+            return True
+    return False
+
+
+def _written_overlaps_itself(trace: Trace, leaves, captured) -> bool:
+    """A written array two of whose elements share memory (``sliding_window_view(b, 3,
+    writeable=True)``): NumPy's statements see each other's writes through the overlap, the
+    program's write-back does not. Such a call runs eagerly."""
+    for m in trace.mutations:
+        target = leaves[m.index] if m.target == "arg" else captured[m.index]
+        if isinstance(target, np.ndarray) and overlaps_itself(target):
             return True
     return False
 

@@ -81,6 +81,8 @@ def check_dtype(signature) -> None:
 
 
 def make_key(args, kwargs, target):
+    """The cache key and the leaves. An array passed twice (``f(a, a)``) is one proxy while
+    tracing (``x is y`` holds): such calls key apart from calls with two arrays."""
     if not kwargs:  # the common case, positional arrays only: no flattening
         signature = []
         for a in args:
@@ -88,9 +90,22 @@ def make_key(args, kwargs, target):
                 break
             signature.append((a.shape, a.dtype))
         else:
+            if len(args) > 1 and len(set(map(id, args))) < len(args):
+                return ("arrays", tuple(signature), _repeats(args), target), args
             return ("arrays", tuple(signature), target), args
     leaves: list = []
-    return (_structure((args, kwargs), leaves), target), leaves
+    structure = _structure((args, kwargs), leaves)
+    arrays = [id(leaf) for leaf in leaves if type(leaf) is np.ndarray]
+    if len(set(arrays)) < len(arrays):
+        return (structure, _repeats(leaves), target), leaves
+    return (structure, target), leaves
+
+
+def _repeats(leaves) -> tuple:
+    """For each leaf, the position of the first leaf that is the same array."""
+    first: dict = {}
+    return tuple(first.setdefault(id(leaf), i) if type(leaf) is np.ndarray else i
+                 for i, leaf in enumerate(leaves))
 
 
 def _structure(tree, leaves: list):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, TensorType, Var
-from . import audit, capture_proxies
+from . import audit, capture_proxies, returned_containers
 from .captures import Capture, Roots
 from .containers import detect_container_writes, pair_containers
 from .context import Fallback, Recorder, active, sanitize, set_active
@@ -54,6 +54,7 @@ class Trace:
     notes: tuple[str, ...]
     guards: tuple[Guard, ...] = ()          # checked on replay; a mismatch: path not taken
     attr_writes: tuple[AttrWrite, ...] = ()  # attribute rebindings replayed after each call
+    returns_containers: bool = False        # the caller's containers fill markers in results
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -124,6 +125,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     before = snapshot(leaves, fn)
     audited = audit.start(fn)
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
+    copied = returned_containers.copies(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)
     raised = True
     try:
@@ -140,14 +142,25 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     _check_caught(recorder)
     _note_random(recorder, random_before)
     from .outputs import finish
-    return finish(recorder, result, proxies, arg_leaves, before)
+    recorded = finish(recorder, returned_containers.mark(result, copied), proxies, arg_leaves,
+                      before)
+    if returned_containers.has_markers(recorded.result):
+        recorded.result = returned_containers.fill(recorded.result, args, kwargs)
+        recorded.returns_containers = True
+    return recorded
 
 
 def _make_proxies(recorder, leaves, hints):
-    proxies, arg_leaves = {}, []
+    """One proxy per traced leaf; an array passed twice (``f(a, a)``) gets one proxy, so
+    ``x is y`` holds in the body (the cache key tells such calls apart: ``runtime.key``)."""
+    proxies, arg_leaves, seen = {}, [], {}
     for index, leaf in enumerate(leaves):
         if not is_traced_leaf(leaf):
             continue
+        if type(leaf) is np.ndarray and id(leaf) in seen:
+            proxies[index] = proxies[seen[id(leaf)]]
+            continue
+        seen[id(leaf)] = index
         if type(leaf) is float:
             var = Var(TensorType((), np.float64, weak=True), hints[index])
         else:

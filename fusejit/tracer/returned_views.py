@@ -19,8 +19,11 @@ def written(recorder, proxies: dict) -> list[tuple]:
     """``(final Var, "arg" | "capture", index, the array itself)`` for each array the body
     wrote: the arguments in order, then the captured arrays."""
     first_input = set(recorder.inputs)
-    result = [(proxy.ir_var, "arg", index, proxy.value)
-              for index, proxy in sorted(proxies.items()) if proxy.ir_var not in first_input]
+    result, seen = [], set()
+    for index, proxy in sorted(proxies.items()):
+        if proxy.ir_var not in first_input and id(proxy) not in seen:   # f(a, a): once
+            result.append((proxy.ir_var, "arg", index, proxy.value))
+        seen.add(id(proxy))
     for k, record in enumerate(recorder.captures):
         var = recorder.raw[id(record.live)][1]
         if var is not record.var and record.source[0] != "const":

@@ -1,5 +1,7 @@
 """Results a replay cannot rebuild, branches it cannot see, and orders it must keep: objects
-the body makes and returns, exceptions the body catches, dict iteration order."""
+the body makes and returns, exceptions the body catches, dict iteration order, the caller's
+containers returned."""
+import collections
 import copy
 import dataclasses
 import types
@@ -8,6 +10,7 @@ import numpy as np
 import pytest
 
 import fusejit
+from fusejit.tracer import flatten
 from tests.oracle import assert_same
 
 
@@ -140,3 +143,47 @@ def test_a_copy_module_copy_of_a_traced_array_is_a_new_array(copier):
         want_x, got_x = np.ones(3), np.ones(3)
         assert_same(write_the_copy(want_x), compiled(got_x))
         assert_same(want_x, got_x)          # the caller's array is not written, on any call
+
+
+Pair = collections.namedtuple("Pair", "w b")
+
+
+def _sgd(state, g, shape):
+    state["w"] -= g
+    if shape == "alone":
+        return state
+    if shape == "nested":
+        return {"state": state, "loss": (g * g).sum()}, state["w"]
+    return state["layers"], state["layers"][0], state["pair"], (g * 2).sum()
+
+
+@pytest.mark.parametrize("shape", ["alone", "nested", "inner"])
+def test_a_returned_argument_container_is_the_callers_object(shape):
+    compiled = fusejit.compile(_sgd, static_argnames=("shape",))
+    for step in range(3):
+        g = np.full(2, step + 1.0)
+        states = [{"w": np.ones(2), "layers": [np.zeros(2), [np.ones(1)]],
+                   "pair": Pair(np.ones(1), np.zeros(1))} for _ in range(2)]
+        want, got = _sgd(states[0], g, shape), compiled(states[1], g, shape=shape)
+        want_leaves, want_def = flatten(want)
+        got_leaves, got_def = flatten(got)
+        assert want_def == got_def
+        for a, b in zip(want_leaves, got_leaves, strict=True):
+            assert_same(a, b)
+        assert _identities(want, states[0]) == _identities(got, states[1])
+    assert compiled.cache_info()["hits"] == 2
+
+
+def _identities(result, state) -> list:
+    """Which of the state's containers and arrays each part of the result is."""
+    parts = [state, state["layers"], state["layers"][1], state["pair"], state["w"],
+             state["layers"][0]]
+    seen, stack = [], [result]
+    while stack:
+        node = stack.pop()
+        seen.append(next((i for i, p in enumerate(parts) if p is node), None))
+        if type(node) is dict:
+            stack += list(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack += list(node)
+    return seen

@@ -80,3 +80,50 @@ def test_a_buffer_owned_by_another_object_is_compared_by_address():
     a, b = np.frombuffer(buffer)[1:4], np.frombuffer(buffer)[:3]   # two owners: one bytearray
     assert_same(np.array([1.0, 1.0, 0.0]), compiled(a, b))      # a[:2] is b[1:]
     assert compiled.cache_info()["aliased_calls"] == 1
+
+
+def _double_then_bump(x):
+    x *= 2
+    x[0] += 1
+
+
+def test_a_written_argument_that_overlaps_itself_runs_eagerly():
+    window = np.lib.stride_tricks.sliding_window_view
+    compiled = fusejit.compile(_double_then_bump)
+    for k in range(3):
+        eager, mine = np.arange(6.0) + k, np.arange(6.0) + k
+        _double_then_bump(window(eager, 3, writeable=True))
+        compiled(window(mine, 3, writeable=True))
+        assert_same(eager, mine)
+    assert compiled.cache_info()["aliased_calls"] == 2
+
+
+def _same_or_difference(x, y):
+    return x * 2 if x is y else x - y
+
+
+def _same_in_a_dict(d):
+    return d["a"] * 2 if d["a"] is d["b"] else d["a"] - d["b"]
+
+
+def test_an_array_passed_twice_is_one_object_in_the_body():
+    compiled, in_dict = fusejit.compile(_same_or_difference), fusejit.compile(_same_in_a_dict)
+    a, b = np.arange(3.0), np.ones(3)
+    for x, y in ((a, a), (a, b), (b, b), (b, a), (a, a)):
+        assert_same(_same_or_difference(x, y), compiled(x, y))
+        assert_same(_same_in_a_dict({"a": x, "b": y}), in_dict({"a": x, "b": y}))
+    assert compiled.cache_info()["signatures"] == 2
+
+
+def _scale_both(x, y):
+    x *= 2
+    return y + 1
+
+
+def test_writes_through_one_of_two_names_for_an_array_are_seen_through_the_other():
+    compiled = fusejit.compile(_scale_both)
+    for _ in range(3):
+        eager, mine = np.arange(3.0), np.arange(3.0)
+        assert_same(_scale_both(eager, eager), compiled(mine, mine))
+        assert_same(eager, mine)
+    assert compiled.cache_info()["hits"] == 2

@@ -1,0 +1,85 @@
+"""Argument dicts, lists and tuples the body returns (``state["w"] -= g; return state``).
+
+The body runs on copies of the argument containers (``containers.py``), so the container it
+returns is a copy; eager Python returns the caller's own object. Such a container is replaced
+in the result by an :class:`ArgumentContainer` marker naming where it sits in the arguments,
+and every call (the traced one and each replay) puts the caller's container in its place
+(``fill``). The container's items are the caller's: a body that changed them runs eagerly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .pytree import _is_namedtuple
+
+_CONTAINERS = (dict, list, tuple)
+
+
+@dataclass(frozen=True)
+class ArgumentContainer:
+    """The caller's container at ``path``: (0, position, keys...) in the positional
+    arguments or (1, name, keys...) in the keyword arguments."""
+    path: tuple
+
+
+def copies(args, kwargs, proxy_args, proxy_kwargs) -> dict:
+    """id(copy) -> (copy, path) for each container the body was handed in place of one of
+    the caller's."""
+    found: dict = {}
+    _walk((tuple(args), dict(kwargs)), (tuple(proxy_args), dict(proxy_kwargs)), (), found)
+    return found
+
+
+def _walk(original, copy, path: tuple, found: dict) -> None:
+    kind = type(original)
+    if kind not in _CONTAINERS and not _is_namedtuple(original) or type(copy) is not kind:
+        return
+    if len(path) >= 2:   # the (args, kwargs) pair and the args tuple are no user objects
+        found[id(copy)] = (copy, path)
+    items = original.items() if kind is dict else enumerate(original)
+    for key, item in items:
+        _walk(item, copy[key], (*path, key), found)
+
+
+def mark(result, found: dict):
+    """``result`` with each container that is one of ``found`` replaced by its marker."""
+    if not found:
+        return result
+    hit = found.get(id(result))
+    if hit is not None and hit[0] is result:
+        return ArgumentContainer(hit[1])
+    return _rebuilt(result, lambda item: mark(item, found))
+
+
+def fill(result, args, kwargs):
+    """``result`` with each marker replaced by the caller's container it names."""
+    if isinstance(result, ArgumentContainer):
+        obj = (args, kwargs)
+        for key in result.path:
+            obj = obj[key]
+        return obj
+    return _rebuilt(result, lambda item: fill(item, args, kwargs))
+
+
+def has_markers(result) -> bool:
+    if isinstance(result, ArgumentContainer):
+        return True
+    kind = type(result)
+    if kind is dict:
+        return any(has_markers(v) for v in result.values())
+    if kind in _CONTAINERS or _is_namedtuple(result):
+        return any(has_markers(v) for v in result)
+    return False
+
+
+def _rebuilt(tree, convert):
+    kind = type(tree)
+    if kind is dict:
+        return {k: convert(v) for k, v in tree.items()}
+    if kind is list:
+        return [convert(v) for v in tree]
+    if kind is tuple:
+        return tuple(convert(v) for v in tree)
+    if _is_namedtuple(tree):
+        return kind(*(convert(v) for v in tree))
+    return tree
