@@ -14,7 +14,7 @@ from .folding import fold_constants
 from .guards import Guard
 from .masked import check_masked_stores
 from .pytree import flatten, unflatten
-from .returned_views import view_chain, written
+from .returned_views import between_results, view_chain, written
 from .scalars import TracedFloat
 from .side_effects import detect
 from .text import TracedText
@@ -36,9 +36,9 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     if recorder.fallback is None:
         returned = _returned_floats(recorder)
         writes = written(recorder, proxies)
-        out_leaves = _as_views(tuple(
+        out_leaves = _as_views(between_results(recorder, tuple(
             _output_leaf(recorder, leaf, proxies, outputs, returned, writes)
-            for leaf in out_leaves_raw), out_leaves_raw, proxies)
+            for leaf in out_leaves_raw), out_leaves_raw, outputs), out_leaves_raw, proxies)
         mutations = tuple(_mutations(writes, outputs))
         attr_writes = tuple(replace(w, outputs=tuple(
             _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)

@@ -7,6 +7,8 @@ Such a result is rebuilt on every replay by the same NumPy view calls, applied t
 itself after the write-back (``OutputLeaf("view", ...)``)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..ir import Node, Var, ops
@@ -87,3 +89,59 @@ def _single_view(node: Node) -> bool:
 def _shares(value, array) -> bool:
     return type(value) is np.ndarray and isinstance(array, np.ndarray) and \
         np.may_share_memory(value, array)
+
+
+def between_results(recorder, leaves: tuple, raw: list, outputs: list) -> tuple:
+    """Results the body made that are views of each other, as NumPy's are.
+
+    A view of a made array written through the view (``a = y[1:]; a += x; return y, a``) is
+    the written value in the graph, an array of its own: it becomes the same view calls on
+    ``y``'s output. A result the graph derives from another by view calls where NumPy's two
+    results share no memory (``y = x.T * 1; return y, y.ravel()``: NumPy's ``y`` is
+    F-ordered, its ravel a copy) is handed out as a copy."""
+    results = [(position, obj) for position, obj in enumerate(raw)
+               if leaves[position].kind == "value" and type(getattr(obj, "value", None))
+               is np.ndarray]
+    returned = {id(obj): leaves[position].index for position, obj in results}
+    leaves = list(leaves)
+    for position, obj in results:
+        base = _written_base(obj)
+        if base is not None and id(base) in returned and _shares(obj.value, base.value):
+            outputs.append(_derived(recorder, obj))
+            leaves[position] = replace(leaves[position], index=len(outputs) - 1)
+    producers = {out: node for node in recorder.nodes for out in node.outputs}
+    made = [(leaves[position], obj.value, outputs[leaves[position].index]) for position, obj
+            in results]
+    above = [_viewed_from(var, producers) for _, _, var in made]
+    for k, (position, _) in enumerate(results):
+        if any(_apart(made[k], made[j], above[k], above[j]) for j in range(k)):
+            leaves[position] = replace(leaves[position], view="copy")
+    return tuple(leaves)
+
+
+def _apart(result, other, above, other_above) -> bool:
+    """The graph takes one result from the other by views; NumPy's share no memory."""
+    (leaf, value, var), (other_leaf, other_value, other_var) = result, other
+    return leaf.index != other_leaf.index and (other_var in above or var in other_above) \
+        and not np.may_share_memory(value, other_value)
+
+
+def _viewed_from(var, producers) -> set:
+    """The Vars ``var`` is taken from by view calls alone."""
+    found: set = set()
+    node = producers.get(var)
+    while node is not None and _single_view(node) and len(found) < MAX_CHAIN:
+        var = node.inputs[0]
+        found.add(var)
+        node = producers.get(var)
+    return found
+
+
+def _written_base(tracer):
+    """The array a view written through was taken from (None: not such a view)."""
+    if tracer.link is None or tracer.link.key is None:
+        return None
+    base = tracer.link.base
+    while base.link is not None:
+        base = base.link.base
+    return base

@@ -104,3 +104,29 @@ def test_views_of_a_written_attribute_are_views_of_the_attribute():
         assert np.shares_memory(got, buffer.data)
     assert_same(eager.data, buffer.data)
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def _made_and_its_written_view(x):
+    y = np.zeros((4, 3))
+    a = y[1:]
+    a += x[1:]
+    return y, a
+
+
+def _transposed_and_raveled(x):
+    y = x.T * 1
+    return y, y.ravel()
+
+
+@pytest.mark.parametrize("body", [_made_and_its_written_view, _transposed_and_raveled])
+def test_results_share_memory_as_numpys_do(body):
+    compiled = fusejit.compile(body)
+    for k in range(3):
+        x = np.arange(12.0).reshape(4, 3) + k
+        want, got = body(x), compiled(x)
+        for a, b in zip(want, got, strict=True):
+            assert_same(a, b)
+        assert np.shares_memory(*want) == np.shares_memory(*got)
+        got[1][...] = -1     # a write through the second result reaches the first as in NumPy
+        want[1][...] = -1
+        assert_same(want[0], got[0])
