@@ -223,9 +223,11 @@ def _view_call(node: Node):
         return lambda x: (np.asarray(x).transpose(perm),)
     if op == "getitem":
         key = indexing.decode(attr["key"])
-        if node.out.type.shape == ():
+        parts = key if type(key) is tuple else (key,)
+        if node.out.type.shape == () and not any(k is Ellipsis for k in parts):
             # NumPy gives a scalar (a copy) for x[0]: a 0-d array copy keeps both the array
-            # type and the copy (a view would see a later write-back into x)
+            # type and the copy (a view would see a later write-back into x); with an
+            # Ellipsis (x[...], x[..., 0]) it gives a 0-d view
             return lambda x: (np.array(np.asarray(x)[key]),)
         return lambda x: (np.asarray(x)[key],)
     if op == "split":

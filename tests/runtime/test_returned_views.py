@@ -130,3 +130,15 @@ def test_results_share_memory_as_numpys_do(body):
         got[1][...] = -1     # a write through the second result reaches the first as in NumPy
         want[1][...] = -1
         assert_same(want[0], got[0])
+
+
+@pytest.mark.parametrize("body", [lambda x: x[...], lambda x: x[..., None][..., 0]],
+                         ids=["ellipsis", "new_axis_and_back"])
+def test_an_ellipsis_index_of_a_0d_argument_is_a_view_of_it(body):
+    compiled = fusejit.compile(body)
+    for v in (1.0, 2.0, 3.0):
+        eager, mine = np.array(v), np.array(v)
+        want, got = body(eager), compiled(mine)
+        assert_same(want, got)
+        want[...], got[...] = -v, -v
+        assert_same(eager, mine)
