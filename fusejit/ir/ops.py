@@ -215,10 +215,12 @@ register(OpDef("matmul", MATMUL, np.matmul, 2))
 
 def _host_impl(*arrays, fn, name, spec, nout):
     """An opaque NumPy call (``host np.linalg.solve a, b``): ``spec`` is the call's
-    ``(args, kwargs)`` template whose ``("__operand__", k)`` placeholders are ``arrays[k]``."""
+    ``(args, kwargs)`` template whose ``("__operand__", k)`` placeholders are ``arrays[k]``
+    (``("__operand__", k, float)``: a Python number the body passed, given back as one, so
+    NumPy promotes it as the weak scalar it was)."""
     def fill(item):
-        if isinstance(item, tuple) and len(item) == 2 and item[0] == "__operand__":
-            return arrays[item[1]]
+        if isinstance(item, tuple) and item[:1] == ("__operand__",):
+            return arrays[item[1]] if len(item) == 2 else item[2](arrays[item[1]])
         if isinstance(item, tuple) and item[:1] == ("__slice__",):
             return slice(*item[1:])
         if isinstance(item, tuple) and item[:1] in (("__list__",), ("__tuple__",)):

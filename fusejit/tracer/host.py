@@ -49,6 +49,9 @@ class _Template:
     def encode(self, item):
         if isinstance(item, (Tracer, np.ndarray)):
             self.operands.append(self.recorder.operand(item))
+            python = type(item.value) if isinstance(item, Tracer) else None
+            if python in (float, int, bool, complex):   # a weak scalar: Python's own again
+                return ("__operand__", len(self.operands) - 1, python)
             return ("__operand__", len(self.operands) - 1)
         if type(item) in (list, tuple):
             tag = "__list__" if type(item) is list else "__tuple__"

@@ -684,3 +684,15 @@ def test_a_numpy_scalar_method_the_tracer_does_not_map_runs_eagerly():
     for x in (np.arange(3.0), np.arange(3.0) + 0.5):
         assert_same(whole(x), compiled(x))
     assert "float64.is_integer is not traced" in str(compiled.explain(x))
+
+
+@pytest.mark.parametrize("body", [lambda a, s: np.copysign(a, s), lambda a, s: np.isclose(a, s),
+                                  lambda a, s: np.divmod(a, s), lambda a, s: np.hypot(a, s)],
+                         ids=["copysign", "isclose", "divmod", "hypot"])
+def test_a_python_float_passed_to_a_host_call_stays_a_weak_scalar(body):
+    compiled = fusejit.compile(body)
+    a = np.array([np.inf, 1.0, -2.0], np.float32)
+    for s in (1.0, -2.0, 1e39, -1e300):
+        with np.errstate(all="ignore"):
+            assert_same(body(a, s), compiled(a, s))
+    assert compiled.cache_info()["eager_calls"] == 0
