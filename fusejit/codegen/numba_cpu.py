@@ -616,11 +616,19 @@ def cast_expr(operand: str, source, target) -> str:
         return f"{ctor(target)}(1 if {operand} else 0)"
     if source.kind == "f" and target.kind == "u":
         return _float_to_unsigned(operand, target)
-    if source.kind == "f" and target.kind == "i" and target.itemsize <= 2:
-        # NumPy's x86-64 loops go through int32 (200.0 -> -56 in int8); LLVM's direct
-        # conversion saturates in vector lanes and wraps in the scalar tail
-        return f"{ctor(target)}(np.int32({operand}))"
+    if source.kind == "f" and target.kind == "i":
+        # NumPy's x86-64 loops go through int32 for int8 and int16 (200.0 -> -56 in int8)
+        return f"{ctor(target)}({_float_to_signed(operand, max(32, 8 * target.itemsize))})"
     return wrap(operand, target)
+
+
+def _float_to_signed(operand: str, bits: int) -> str:
+    """Float to a signed int of ``bits`` as x86-64 converts it: NaN and values out of range
+    give the type's 0x80... LLVM's conversion of those is poison, which it may fold away
+    (int64 -> float64 -> int8 of 2**40 + 6 gave 6, NumPy 0)."""
+    low, top, ty = -(2.0 ** (bits - 1)), 2.0 ** (bits - 1), f"np.int{bits}"
+    return (f"({ty}({operand}) if {low!r} <= {operand} < {top!r} else "
+            f"{ty}({-(2 ** (bits - 1))}))")
 
 
 def _float_to_unsigned(operand: str, target) -> str:
@@ -631,16 +639,17 @@ def _float_to_unsigned(operand: str, target) -> str:
     0x80... below it and for NaN. LLVM's direct conversion is poison below zero."""
     ty = ctor(target)
     if target.itemsize <= 2:
-        return f"{ty}(np.int32({operand}))"
+        return f"{ty}({_float_to_signed(operand, 32)})"
     bits = 8 * target.itemsize
-    signed, top, low = f"np.int{bits}", float(2.0 ** bits), float(-(2.0 ** (bits - 1)) - 1)
+    signed, top, low = _float_to_signed(operand, bits), float(2.0 ** bits), \
+        float(-(2.0 ** (bits - 1)) - 1)
     if bits == 32:  # an in-range negative wraps through int64 like NumPy's int32 path
         inside = f"{ty}(np.int64({operand}))"
         return (f"({inside} if {low!r} < {operand} < {top!r} else ({ty}(0) if {operand} >= "
-                f"{top!r} else {ty}({signed}({operand}))))")
+                f"{top!r} else {ty}({signed})))")
     half = float(2.0 ** (bits - 1))
     return (f"({ty}({operand}) if {half!r} <= {operand} < {top!r} else ({ty}(0) if "
-            f"{operand} >= {top!r} else {ty}({signed}({operand}))))")
+            f"{operand} >= {top!r} else {ty}({signed})))")
 
 
 def literal(value, dtype) -> str:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from codegen_helpers import check_kernel, fused_node
 
+import fusejit
 from fusejit.codegen import build_kernel
 from fusejit.ir import ops
 
@@ -117,3 +118,35 @@ def test_cast_float_to_small_signed_wraps_as_numpy(source):
     values = np.array([200.0, -200.0, 40000.0, -40000.5, 3.1e9, -1e10, np.nan, np.inf,
                        -np.inf, 127.9, -128.9, 32767.5, 1.5, -0.0], source)
     _assert_casts_as_numpy(np.tile(values, 200), (np.int8, np.int16))
+
+
+@pytest.mark.parametrize("source", [np.float32, np.float64])
+def test_cast_float_to_signed_gives_numpys_values_out_of_range(source):
+    values = np.array([3e9, -3e9, 1e19, -1e19, 1e30, np.nan, np.inf, -np.inf, 2.5, -2.5,
+                       2147483647.0, -2147483648.0, 9.2e18, -9.3e18], source)
+    _assert_casts_as_numpy(np.tile(values, 200), (np.int8, np.int16, np.int32, np.int64))
+
+
+@pytest.mark.parametrize("chain", [(np.int64, np.float64, np.int8),
+                                   (np.int64, np.float64, np.int32),
+                                   (np.uint64, np.float64, np.uint16),
+                                   (np.int32, np.float32, np.int16),
+                                   (np.float16, np.float64, np.uint32)],
+                         ids=lambda chain: "_".join(np.dtype(dt).name for dt in chain))
+def test_a_chain_of_casts_through_a_float_gives_numpys_values(chain):
+    """LLVM may fold int -> float -> int into a truncation of the integer, whose result
+    differs from NumPy's beyond the target's range."""
+    source, middle, target = chain
+    if np.dtype(source).kind == "f":
+        values = np.array([-np.inf, np.nan, 5.0, 1.0, -3.0, 6e4], source)
+    else:
+        values = np.array([2**40 + 6, 2**62 + 7, 300, 5, 70000, 2**31 + 9], np.int64)
+        values = np.concatenate([values, -values]) if np.dtype(source).kind == "i" else values
+        values = values.astype(source)
+    body = lambda a: a.astype(middle).astype(target)  # noqa: E731
+    compiled, x = fusejit.compile(body), np.tile(values, 50)
+    with np.errstate(invalid="ignore"):
+        for _ in range(2):
+            got, want = compiled(x), body(x)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
