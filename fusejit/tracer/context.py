@@ -143,7 +143,11 @@ class Recorder:
         elif isinstance(x, (bool, int, float, complex)):
             if dtype is None:
                 dtype = np.result_type(x)
-            return Lit(x, dtype)
+            try:
+                return Lit(x, dtype)
+            except OverflowError:   # ``u8 < -1``, ``np.clip(u8, -5, 3)``: NumPy's own rules
+                raise EagerFallback(f"the Python int {x} is out of the range of "
+                                    f"{np.dtype(dtype)}") from None
         elif isinstance(x, (list, tuple)):
             value = self.raw_var(self.const_array(x))
         else:

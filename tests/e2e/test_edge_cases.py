@@ -696,3 +696,16 @@ def test_a_python_float_passed_to_a_host_call_stays_a_weak_scalar(body):
         with np.errstate(all="ignore"):
             assert_same(body(a, s), compiled(a, s))
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+@pytest.mark.parametrize("body", [lambda a: a < -1, lambda a: np.clip(a, -5, 3),
+                                  lambda a: np.where(a > 1, a, -1)],
+                         ids=["compare", "clip", "where"])
+def test_a_python_int_out_of_an_unsigned_arrays_range_follows_numpy(body, monkeypatch):
+    monkeypatch.setenv("FUSEJIT_STRICT", "1")
+    compiled = fusejit.compile(body)
+    for dtype in (np.uint8, np.uint32, np.uint64):
+        a = np.arange(5, dtype=dtype)
+        assert_same(body(a), compiled(a))
+    with pytest.raises(OverflowError, match="300 out of bounds for uint8"):
+        fusejit.compile(lambda a: a + 300)(np.arange(5, dtype=np.uint8))
