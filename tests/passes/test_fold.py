@@ -100,10 +100,19 @@ def test_double_negation():
 
 
 def test_cast_of_widening_cast_is_one_cast():
+    i = var("i", "i32", (2, 3))
+    p = Program(i)
+    wide = p("cast", i, dtype=np.dtype("float64"))
+    g = p.graph(p("cast", wide, dtype=np.dtype("int64")))
+    assert body(folded(g)).endswith("%1: i64[2,3] = cast i, dtype=i64\nreturn %1")
+
+
+def test_float_to_int_through_another_float_stays_two_casts():
+    # NumPy's results for NaN and out-of-range values depend on the float type converted
     x, p = x_f32()
     wide = p("cast", x, dtype=np.dtype("float64"))
     g = p.graph(p("cast", wide, dtype=np.dtype("int32")))
-    assert body(folded(g)).endswith("%1: i32[2,3] = cast x, dtype=i32\nreturn %1")
+    assert not fold(g).changed
 
 
 def test_cast_of_narrowing_cast_stays():
