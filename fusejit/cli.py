@@ -211,14 +211,32 @@ def report_text(report: dict) -> str:
 def run_cache(args) -> int:
     root = config.cache_root()
     if args.action == "clear":
-        shutil.rmtree(root, ignore_errors=True)
-        print(f"cleared {root}")
-        return 0
-    files = [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+        return _clear_cache(root)
+    files = [p for own in config.own_dirs(root) for p in own.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
-    kernels = [p for p in files if p.suffix == ".py"]
+    kernels = [p for p in files if p.suffix == ".py" and p.parent.name == "kernels"]
     print(f"cache directory: {root}\nversion tag: {config.version_tag()}\n"
           f"kernel sources: {len(kernels)}\nfiles: {len(files)}\nsize: {size / 2**20:.2f} MiB")
+    return 0
+
+
+def _clear_cache(root) -> int:
+    """Remove fusejit's version directories (nothing else the root holds); 1 when some of
+    them could not be removed."""
+    failed = []
+
+    def note(_fn, path, exc):   # exc: an exception (onexc) or sys.exc_info() (onerror)
+        failed.append((path, exc[1] if isinstance(exc, tuple) else exc))
+
+    handler = "onexc" if sys.version_info >= (3, 12) else "onerror"
+    for own in config.own_dirs(root):
+        shutil.rmtree(own, **{handler: note})
+    if failed:
+        path, exc = failed[0]
+        print(f"fusejit: could not clear {root}: {path}: {exc}"
+              + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""), file=sys.stderr)
+        return 1
+    print(f"cleared {root}")
     return 0
 
 

@@ -64,6 +64,17 @@ def _source_hash() -> str:
     return digest.hexdigest()[:10]
 
 
+def own_dirs(root: Path) -> list[Path]:
+    """fusejit's version directories in the cache root (``fj<version>+<hash>-nb...``): the
+    only places eviction and ``fusejit cache clear`` touch, whatever else the root holds."""
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    return [p for p in entries if p.name.startswith("fj") and "-nb" in p.name and p.is_dir()
+            and not p.is_symlink()]
+
+
 def cache_dir() -> Path:
     """The versioned cache directory for this process, created private to the user.
 

@@ -107,9 +107,12 @@ def max_bytes() -> int:
 
 
 def evict(root: Path, limit: int) -> int:
-    """Delete least-recently-used files until the directory fits in ``limit`` bytes."""
-    files = [(p.stat().st_mtime, p.stat().st_size, p) for p in root.rglob("*")
-             if p.is_file() and not p.name.startswith(".tmp-")]
+    """Delete least-recently-used files of fusejit's version directories until they fit in
+    ``limit`` bytes. Nothing else in the root is touched: ``FUSEJIT_CACHE_DIR`` may name a
+    directory that holds the user's own files too."""
+    files = [(p.stat().st_mtime, p.stat().st_size, p) for own in config.own_dirs(root)
+             for p in own.rglob("*") if p.is_file() and not p.is_symlink()
+             and not p.name.startswith(".tmp-")]
     total, removed = sum(size for _, size, _ in files), 0
     for _, size, path in sorted(files, key=lambda entry: entry[0]):
         if total <= limit:

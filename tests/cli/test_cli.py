@@ -138,14 +138,31 @@ def test_error_in_user_model_names_its_source_line():
     assert "gpt2_block.py:" in result.stderr
 
 
-def test_cache_info_and_clear(tmp_path):
+def test_cache_info_and_clear_touch_fusejits_own_files_only(tmp_path):
     cache = tmp_path / "cache"
+    (cache / "data").mkdir(parents=True)
+    (cache / "data" / "weights.py").write_text("W = 1\n")   # the user's, in the same directory
     assert fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--stage", "source",
                    cache_dir=cache).returncode == 0
     info = fusejit("cache", "info", cache_dir=cache)
     assert info.returncode == 0 and "kernel sources: 1" in info.stdout
     assert fusejit("cache", "clear", cache_dir=cache).returncode == 0
-    assert not cache.exists()
+    assert sorted(p.name for p in cache.rglob("*")) == ["data", "weights.py"]
+
+
+def test_cache_clear_that_cannot_remove_a_file_fails(tmp_path, monkeypatch, capsys):
+    from fusejit import cli
+    own = tmp_path / "fj0.0+abc-nb0.68"
+    own.mkdir()
+    (own / "kernel.py").write_text("")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setenv("FUSEJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(os, "unlink", refuse)
+    assert cli.main(["cache", "clear"]) == 1
+    assert "could not clear" in capsys.readouterr().err and (own / "kernel.py").exists()
 
 
 def test_bench_one_function_as_json():

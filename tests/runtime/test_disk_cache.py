@@ -168,3 +168,16 @@ def test_storing_programs_keeps_the_cache_under_its_bound(tmp_path, monkeypatch)
     os.utime(stale, (1000, 1000))
     program_cache.store("a" * 40, {"payload": "p" * 8_000})   # first write: scans
     assert not stale.exists() and program_cache.load("a" * 40) == {"payload": "p" * 8_000}
+
+
+def test_eviction_deletes_fusejits_own_files_only(tmp_path):
+    from fusejit.runtime.program_cache import evict
+    own = tmp_path / "fj0.0+abc-nb0.68-ll0.45"
+    (own / "kernels").mkdir(parents=True)
+    (own / "kernels" / "old.py").write_text("x" * 100)
+    (tmp_path / "weights.npy").write_bytes(b"w" * 100)      # the user's, beside it
+    (tmp_path / "fjords").mkdir()
+    (tmp_path / "fjords" / "notes.txt").write_text("n")
+    assert evict(tmp_path, 0) == 1
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt",
+                                                                         "weights.npy"]
