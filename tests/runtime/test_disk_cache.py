@@ -140,8 +140,8 @@ def test_read_only_cache_location_compiles_in_memory_and_warns_once():
 
 def test_eviction_deletes_least_recently_used_files_until_the_bound(tmp_path):
     from fusejit.runtime import program_cache
-    old_version = tmp_path / "fj-old" / "programs"
-    current = tmp_path / "fj-new" / "programs"
+    old_version = tmp_path / "fj0.1+aaa-nb0.68" / "programs"
+    current = tmp_path / "fj0.2+bbb-nb0.68" / "programs"
     for folder in (old_version, current):
         folder.mkdir(parents=True)
     files = []
