@@ -126,13 +126,17 @@ class CompiledFunction:
             if result is ALIASED:
                 return self._run_aliased(fn, args, kwargs)
             if result is not MISS and result is not RETRACE:
-                self._stats["hits"] += 1
-                return fill(result, args, kwargs) if tree.fills else result
+                return self._hit(tree, result, args, kwargs)
             if tree.eager is not None and result is not RETRACE:
                 tree.eager.calls += 1
                 self._stats["eager_calls"] += 1
                 return fn(*args, **kwargs)
         return self._trace_and_compile(fn, key, leaves, args, kwargs, tried)
+
+    def _hit(self, tree, result, args, kwargs):
+        """A replay's result, with the caller's containers where the body returned them."""
+        self._stats["hits"] += 1
+        return fill(result, args, kwargs) if tree.fills else result
 
     def _split_static(self, args, kwargs):
         """``static_argnames`` become part of a partial: never traced, always in the key."""
@@ -141,7 +145,11 @@ class CompiledFunction:
         bound = self._signature.bind(*args, **kwargs)
         statics = {n: bound.arguments.pop(n) for n in self.static_argnames
                    if n in bound.arguments}
-        fn = functools.partial(self.fn, **statics)
+        fn = self.fn
+        if isinstance(fn, functools.partial):   # one partial: its bound arrays are captures
+            fn = functools.partial(fn.func, *fn.args, **{**fn.keywords, **statics})
+        else:
+            fn = functools.partial(fn, **statics)
         return fn, bound.args, bound.kwargs, _Static(statics)
 
     def _run_eager(self, fn, args, kwargs, reason):
@@ -154,9 +162,10 @@ class CompiledFunction:
             tree = self._tree(key, leaves, args, kwargs)
             if len(tree.paths) > tried and leaves is not None:  # another thread added a path
                 result = tree.run(leaves)
+                if result is ALIASED:
+                    return self._run_aliased(fn, args, kwargs)
                 if result is not MISS and result is not RETRACE:
-                    self._stats["hits"] += 1
-                    return result
+                    return self._hit(tree, result, args, kwargs)
             try:
                 for leaf in leaves if leaves is not None else flatten((args, kwargs))[0]:
                     check_dtype(leaf_signature(leaf))

@@ -90,15 +90,21 @@ def make_key(args, kwargs, target):
                 break
             signature.append((a.shape, a.dtype))
         else:
-            if len(args) > 1 and len(set(map(id, args))) < len(args):
+            if len(args) > 1 and _repeated(args):
                 return ("arrays", tuple(signature), _repeats(args), target), args
             return ("arrays", tuple(signature), target), args
     leaves: list = []
     structure = _structure((args, kwargs), leaves)
-    arrays = [id(leaf) for leaf in leaves if type(leaf) is np.ndarray]
-    if len(set(arrays)) < len(arrays):
+    if len(set(map(id, leaves))) < len(leaves) and _repeated(
+            [leaf for leaf in leaves if type(leaf) is np.ndarray]):
         return (structure, _repeats(leaves), target), leaves
     return (structure, target), leaves
+
+
+def _repeated(arrays) -> bool:
+    if len(arrays) == 2:   # the common case, two positional arrays: no set
+        return arrays[0] is arrays[1]
+    return len(set(map(id, arrays))) < len(arrays)
 
 
 def _repeats(leaves) -> tuple:
@@ -117,8 +123,11 @@ def _structure(tree, leaves: list):
         leaves.append(tree)
         return (_ARRAY, tree.shape, tree.dtype)
     if cls is dict:
-        return (dict, tuple([typed(k) for k in tree]),
-                tuple([_structure(v, leaves) for v in tree.values()]))
+        keys = tuple(tree)
+        kinds = tuple(map(type, keys))   # 1, 1.0 and True are one key to a dict, not to us
+        if float in kinds or complex in kinds:
+            keys = tuple([typed(k) for k in keys])
+        return (dict, keys, kinds, tuple([_structure(v, leaves) for v in tree.values()]))
     if cls is tuple or cls is list or (isinstance(tree, tuple) and hasattr(cls, "_fields")):
         return (cls, tuple([_structure(v, leaves) for v in tree]))
     leaves.append(tree)

@@ -71,8 +71,8 @@ def _int_differences(a, b, path: tuple, found: list) -> bool:
             and isinstance(a[0], type) and a[0] is b[0]):
         return False
     if a[0] is dict:
-        return a[1] == b[1] and all(_int_differences(x, y, (*path, k), found)
-                                    for (_, k), x, y in zip(a[1], a[2], b[2], strict=True))
+        return a[1:3] == b[1:3] and all(_int_differences(x, y, (*path, k), found)
+                                        for k, x, y in zip(a[1], a[3], b[3], strict=True))
     return len(a[1]) == len(b[1]) and all(
         _int_differences(x, y, (*path, k), found)
         for k, (x, y) in enumerate(zip(a[1], b[1], strict=True)))

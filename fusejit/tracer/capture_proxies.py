@@ -15,13 +15,14 @@ its array outside the trace.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .captures import MAX_DEPTH, bound_parts, found_path, user_code
+from .captures import MAX_DEPTH, bound_parts, code_names, found_path, user_code
 from .context import unwrap
 from .loc import classify
 from .overlay import Copies, proxyable
@@ -51,6 +52,7 @@ class _Swaps:
         self.arrays: dict = {}       # id(proxy) -> its array
         self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
         self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
+        self.names: set = set()      # attribute names the body's code reads (classes, modules)
 
     def proxy(self, array, where):
         """The one proxy of ``array``, reading it through ``where`` = (source, steps,
@@ -79,7 +81,7 @@ class _Swaps:
                 self.swap(item, _below(where, "item", key), depth - 1, again)
             return
         elif isinstance(value, (type, types.ModuleType)) and user_code(value):
-            slots = _Attributes(value)     # ``cls.table``, ``config.W`` of another module
+            slots = _Attributes(value, self.names)   # ``cls.table``, ``config.W``
         elif watchable(value) and _user_class(value) and not isinstance(value, Tracer):
             slots = vars(value)
         else:
@@ -120,18 +122,21 @@ def _items(slots) -> list:
 
 
 class _Attributes:
-    """The attributes of a class or module as slots to swap (a class's ``vars`` is read-only;
-    dunder names and modules are left alone)."""
+    """The attributes of a class or module that the body's code names, as slots to swap (a
+    class's ``vars`` is read-only). The others stay arrays: code the tracer does not see
+    (an ``@njit`` helper given ``config.B``) may need one. An attribute the class refuses to
+    set (a metaclass's ``__setattr__``) stays an array too, read by its path."""
 
-    def __init__(self, owner):
-        self.owner = owner
+    def __init__(self, owner, names):
+        self.owner, self.names = owner, names
 
     def items(self):
         return [(k, v) for k, v in vars(self.owner).items()
-                if not k.startswith("__") and not isinstance(v, types.ModuleType)]
+                if k in self.names and not isinstance(v, types.ModuleType)]
 
     def __setitem__(self, key, value):
-        setattr(self.owner, key, value)
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(self.owner, key, value)
 
 
 def _user_class(obj) -> bool:
@@ -149,12 +154,14 @@ def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
     swaps = _Swaps(recorder)
     result = Plan(fn, swaps, Copies(swaps))
     if isinstance(fn, functools.partial) and type(fn.func) is types.FunctionType:
+        swaps.names = code_names(fn.func.__code__)
         args = [_bound(swaps, value, i) for i, value in enumerate(fn.args)]
         keywords = {k: _bound(swaps, value, k) for k, value in fn.keywords.items()}
         result.fn = functools.partial(result.copies.function(fn.func), *args, **keywords)
         return _argument_objects(result, leaves, hints)
     bound, func = bound_parts(fn)
     if type(func) is types.FunctionType:
+        swaps.names = code_names(func.__code__)
         func = result.copies.function(func)
         result.fn = func if bound is None else types.MethodType(func, bound)
     if bound is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import sys
 import types
 from dataclasses import dataclass, field
@@ -279,7 +280,10 @@ def bound_parts(fn) -> tuple:
     if isinstance(fn, types.MethodType):
         return fn.__self__, fn.__func__
     if not isinstance(fn, (types.FunctionType, type, types.BuiltinFunctionType)):
-        call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's, not callable()
+        try:   # as defined: a staticmethod's function is not bound to the object
+            call = inspect.getattr_static(type(fn), "__call__")
+        except AttributeError:
+            call = None
         if type(call) is types.FunctionType:
             return fn, call
     return None, fn

@@ -103,12 +103,14 @@ def between_results(recorder, leaves: tuple, raw: list, outputs: list) -> tuple:
                if leaves[position].kind == "value" and type(getattr(obj, "value", None))
                is np.ndarray]
     returned = {id(obj): leaves[position].index for position, obj in results}
-    leaves = list(leaves)
+    leaves, derived = list(leaves), {}
     for position, obj in results:
         base = _written_base(obj)
         if base is not None and id(base) in returned and _shares(obj.value, base.value):
-            outputs.append(_derived(recorder, obj))
-            leaves[position] = replace(leaves[position], index=len(outputs) - 1)
+            if id(obj) not in derived:   # ``return y, a, a``: one output, as one object
+                outputs.append(_derived(recorder, obj))
+                derived[id(obj)] = len(outputs) - 1
+            leaves[position] = replace(leaves[position], index=derived[id(obj)])
     producers = {out: node for node in recorder.nodes for out in node.outputs}
     made = [(leaves[position], obj.value, outputs[leaves[position].index]) for position, obj
             in results]

@@ -125,3 +125,47 @@ def test_a_global_array_read_by_eval_is_a_capture():
     for fill in (1.0, 2.0, 3.0):
         EVALUATED[...] = fill
         assert_same(_evaluated(np.ones(2)), compiled(np.ones(2)))
+
+
+def _scaled_by_bound(x, w, *, n):
+    w *= 2
+    return x * w[:n].sum()
+
+
+def test_a_partial_with_a_bound_array_and_static_arguments():
+    eager_w, compiled_w = np.arange(4.0), np.arange(4.0)
+    eager = functools.partial(_scaled_by_bound, w=eager_w)
+    compiled = fusejit.compile(functools.partial(_scaled_by_bound, w=compiled_w),
+                               static_argnames=("n",))
+    for _ in range(3):
+        assert_same(eager(np.ones(1), n=2), compiled(np.ones(1), n=2))
+        assert_same(eager_w, compiled_w)
+    assert compiled.cache_info()["hits"] == 2
+
+
+class StaticCall:
+    @staticmethod
+    def __call__(x):
+        return x * 2
+
+
+class Frozen(type):
+    def __setattr__(cls, name, value):
+        raise AttributeError("frozen class")
+
+
+class Constants(metaclass=Frozen):
+    C = np.ones(3)
+
+
+def _reads_constants(x):
+    return x * Constants.C
+
+
+def test_objects_and_classes_the_tracer_cannot_change_still_compile():
+    assert_same(np.full(2, 2.0), fusejit.compile(StaticCall())(np.ones(2)))
+    compiled = fusejit.compile(_reads_constants)
+    for fill in (1.0, 2.0, 3.0):
+        Constants.C[...] = fill
+        assert_same(np.full(3, fill), compiled(np.ones(3)))
+    assert compiled.cache_info()["hits"] == 2

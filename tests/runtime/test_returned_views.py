@@ -142,3 +142,17 @@ def test_an_ellipsis_index_of_a_0d_argument_is_a_view_of_it(body):
         assert_same(want, got)
         want[...], got[...] = -v, -v
         assert_same(eager, mine)
+
+
+def _written_view_twice(x):
+    y = x * 2
+    a = y[1:]
+    a += 1
+    return y, a, a
+
+
+def test_a_written_view_returned_twice_is_one_object():
+    compiled = fusejit.compile(_written_view_twice)
+    for k in range(3):
+        y, a, again = compiled(np.arange(5.0) + k)
+        assert a is again and np.shares_memory(y, a)
