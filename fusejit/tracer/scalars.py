@@ -158,7 +158,7 @@ class TracedFloat(float):
         if not self.live():
             return text
         remember_text(self.tracer.recorder, text)
-        return TracedText(text, TextSource(self.tracer, base))
+        return TracedText(text, TextSource.of(self.tracer, base))
 
     def __reduce__(self):
         return float, (self._guard(),)

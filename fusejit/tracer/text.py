@@ -6,18 +6,22 @@ or ``len(str(x))`` decide what the body does next. Each such read records a guar
 conversion (:class:`TextRead`) makes the text again from the replayed value, applies the same
 string operations and the same read, and compares the answer: a call only traces again when
 the answer differs (``str(loss) == "nan"`` holds for every finite loss). Text made from text
-(``s.strip()``, ``"id " + s``, ``f"{s:>8}"``, ``s[1:]``) keeps its origin; text joined into a
-larger string by an f-string with other parts, by ``%`` or by ``str.join`` is a plain string,
-frozen at trace time.
+(``s.strip()``, ``"id " + s``, ``f"{s:>8}"``, ``s[1:]``) keeps its origin, and ``float(s)`` and
+``int(s)`` are reads. Text joined into a larger string by an f-string with other parts, by ``%``
+or by ``str.join``, and text read by C code that takes the characters directly (``re``,
+``json``, ``bytes(s, ...)``, another string's methods: ``"3.0".startswith(s)``), is frozen at
+trace time.
 """
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from .guards import add_guard, live
+from .context import active
+from .guards import add_guard
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,7 @@ class TextRead:
         try:
             text = self._text(self._as_traced(value))
             for name, args, kwargs in self.steps:
-                text = args[0] + text if name == "__radd__" else \
-                    getattr(str, name)(text, *args, **dict(kwargs))
+                text = _apply(text, name, args, kwargs)
         except Exception as exc:  # noqa: BLE001 -- the answer of the read
             return Raised(type(exc))
         return text
@@ -64,17 +67,36 @@ class TextRead:
                               for name, args, _ in self.steps)
 
 
+_CONVERSIONS = {"float": float, "int": int}
+
+
+def _apply(text: str, name: str, args, kwargs):
+    """One step: a ``str`` method, ``"x" + text`` (``__radd__``), ``float`` or ``int``."""
+    if name == "__radd__":
+        return args[0] + text
+    if name in _CONVERSIONS:
+        return _CONVERSIONS[name](text)
+    return getattr(str, name)(text, *args, **dict(kwargs))
+
+
 @dataclass(frozen=True)
 class TextSource:
-    """Where text came from: a traced value (``tracer``) shown by ``base``."""
-    tracer: object
+    """Where text came from: a traced value (its Var, and the type its value had) shown by
+    ``base``. The recorder is held weakly: text kept after the call (``history.append(
+    f"{loss}")``) must not keep the trace alive, and it records nothing then anyway."""
+    recorder_ref: weakref.ref
+    var: object
+    kind: type
     base: tuple
 
+    @classmethod
+    def of(cls, tracer, base: tuple) -> TextSource:
+        return cls(weakref.ref(tracer.recorder), tracer.ir_var, type(tracer.value), base)
+
     def record(self, steps: tuple, answer) -> None:
-        tracer = self.tracer
-        if live(tracer):
-            read = TextRead(type(tracer.value), self.base, steps)
-            add_guard(tracer.recorder, tracer.ir_var, read, answer)
+        recorder = self.recorder_ref()
+        if recorder is not None and active() is recorder and recorder.fallback is None:
+            add_guard(recorder, self.var, TextRead(self.kind, self.base, steps), answer)
 
 
 class TracedText(str):
@@ -97,7 +119,7 @@ class TracedText(str):
         kwargs = tuple((k, v.whole() if isinstance(v, TracedText) else v) for k, v in kwargs)
         steps = (*self._steps, (name, args, kwargs))
         try:
-            result = getattr(str, name)(str.__str__(self), *args, **dict(kwargs))
+            result = _apply(str.__str__(self), name, args, kwargs)
         except Exception as exc:
             self._source.record(steps, Raised(type(exc)))
             raise
@@ -131,6 +153,12 @@ class TracedText(str):
 
     def __reduce__(self):
         return str, (self.whole(),)
+
+    def __float__(self):   # float(f"{loss:.3f}"): the rounding idiom
+        return self._then("float", ())
+
+    def __int__(self):
+        return self._then("int", ())
 
 
 def _reading(name):

@@ -100,7 +100,7 @@ class Tracer:
         if isinstance(text, Raised):    # format(x, "d") of a float array: NumPy's own error
             return self._text_error(base)
         remember_text(self.__dict__.get("recorder"), text)
-        return TracedText(text, TextSource(self, base))
+        return TracedText(text, TextSource.of(self, base))
 
     def _text_error(self, base):
         return format(self.value, base[1]) if base[0] == "format" else str(self.value)

@@ -537,3 +537,14 @@ def test_a_text_read_that_raises_is_an_answer_too():
     assert compiled.cache_info()["traces"] == 3
     assert "str(value).__getitem__(3) == Raised(error=<class 'IndexError'>)" in str(
         compiled.explain(np.array([0.5, 0.5])))
+
+
+def test_float_and_int_of_traced_text_are_reads():
+    def rounded(x):
+        return x * float(f"{x.sum():.1f}") + int(str(x.argmax()))
+
+    compiled = fusejit.compile(rounded)
+    for v in (1.0, 2.0, 2.01, 3.0):
+        x = np.array([v, 0.0])
+        assert_same(rounded(x), compiled(x))
+    assert compiled.cache_info()["traces"] == 3     # 2.01 rounds as 2.0 does
