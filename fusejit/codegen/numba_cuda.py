@@ -143,7 +143,7 @@ def load_cuda_module(key: str, source: str) -> types.ModuleType:
         module = _modules.get(key)
         if module is None:
             path = source_cache.ensure_file(cuda_dir() / f"{key}.py", source)
-            module = source_cache.import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
+            module = source_cache.import_file(PACKAGE, f"{PACKAGE}.k_{key}", path, source)
             source_cache.guard_numba_cache(module, key)   # before a first launch loads them
             _modules[key] = module
         return module

@@ -54,7 +54,7 @@ def load_module(key: str, source: str) -> types.ModuleType:
             _counts["reused"] += 1
             return module
         path = ensure_file(kernel_dir() / f"{key}.py", source)
-        module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path)
+        module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path, source)
         guard_numba_cache(module, key)   # before a first call loads anything from it
         _modules[key] = module
         _counts["compiled"] += 1
@@ -141,9 +141,10 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def import_file(package_name: str, name: str, path: Path) -> types.ModuleType:
+def import_file(package_name: str, name: str, path: Path, source: str) -> types.ModuleType:
     """Import a generated source file as ``name`` inside a synthetic package (so that Numba's
-    ``cache=True`` can find the file)."""
+    ``cache=True`` can find the file). The code run is ``source``, the text checked against
+    the file's name, compiled here: never a ``__pycache__`` file found in the cache."""
     if package_name not in sys.modules:
         package = types.ModuleType(package_name)
         package.__path__ = []
@@ -152,7 +153,7 @@ def import_file(package_name: str, name: str, path: Path) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102
     except BaseException:
         del sys.modules[name]
         raise

@@ -181,3 +181,20 @@ def test_eviction_deletes_fusejits_own_files_only(tmp_path):
     assert evict(tmp_path, 0) == 1
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["notes.txt",
                                                                          "weights.npy"]
+
+
+def test_a_kernel_module_runs_its_checked_source_not_a_bytecode_file_found_beside_it(tmp_path):
+    import importlib.util
+    import py_compile
+
+    from fusejit.codegen import source_cache
+    path = tmp_path / "k_tampered.py"
+    real, forged = "VALUE = 'real'  \n", "VALUE = 'forged'\n"   # the same length
+    path.write_text(forged)
+    os.utime(path, (1_000_000, 1_000_000))
+    py_compile.compile(str(path), cfile=importlib.util.cache_from_source(str(path)))
+    path.write_text(real)    # same size and time: Python's import would trust the .pyc
+    os.utime(path, (1_000_000, 1_000_000))
+    module = source_cache.import_file("fusejit_test_kernels", "fusejit_test_kernels.k_t",
+                                      path, real)
+    assert module.VALUE == "real"
