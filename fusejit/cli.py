@@ -17,7 +17,9 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
-        parser.print_help()
+        parser.print_usage(sys.stderr)
+        print("fusejit: error: a command is required (fusejit --help lists them)",
+              file=sys.stderr)
         return EXIT_USAGE
     try:
         return args.run(args) or 0
@@ -32,6 +34,13 @@ def main(argv=None) -> int:
             print(f"fusejit: error: {type(exc).__name__}: {exc}{notes} (rerun with --debug for "
                   "the traceback)", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,7 +60,7 @@ def _add_demo(commands):
     demo = commands.add_parser("demo", help="compile the bundled GPT-2 block, show the "
                                "fusion, time eager vs compiled")
     demo.add_argument("--size", choices=("small", "bench"), default="bench")
-    demo.add_argument("--repeat", type=int, default=20)
+    demo.add_argument("--repeat", type=positive_int, default=20)
     demo.set_defaults(run=run_demo)
 
 
@@ -76,7 +85,7 @@ def _add_bench(commands):
     bench.add_argument("--arg", action="append", default=[], metavar="NAME=f32[256,1024]")
     bench.add_argument("--suite", action="store_true", help="run the standard workloads")
     bench.add_argument("--quick", action="store_true")
-    bench.add_argument("--repeat", type=int, default=20)
+    bench.add_argument("--repeat", type=positive_int, default=20)
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.set_defaults(run=run_bench)
 

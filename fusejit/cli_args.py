@@ -89,6 +89,12 @@ def _in_signature_order(fn, values: dict) -> tuple[tuple, dict]:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return (), values
+    parameters = list(parameters)
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in parameters)
+    unknown = [name for name in values if name not in {p.name for p in parameters}]
+    if unknown and not takes_any:
+        raise CliError(f"--arg {unknown[0]}: {fn.__name__}() has no parameter named "
+                       f"{unknown[0]!r} (it takes {', '.join(p.name for p in parameters)})")
     for parameter in parameters:
         if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD) \
                 or parameter.name not in values:

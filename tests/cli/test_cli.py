@@ -100,10 +100,11 @@ def test_missing_file_is_a_usage_error():
 
 
 def test_error_in_user_model_is_one_line_unless_debug():
-    result = fusejit("dump", GELU, "--arg", "x=f32[4,4]", "--arg", "y=f32[2]")
+    wrong = ("dump", BLOCK, "--arg", "x=f32[8,16]", *BLOCK_ARGS[2:])   # a shape mismatch
+    result = fusejit(*wrong)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and "--debug" in result.stderr
-    result = fusejit("--debug", "dump", GELU, "--arg", "x=f32[4,4]", "--arg", "y=f32[2]")
+    result = fusejit("--debug", *wrong)
     assert result.returncode == 1 and "Traceback" in result.stderr
 
 
@@ -211,3 +212,13 @@ def test_bench_suite_quick_writes_table_and_json(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "gpt2_block" in result.stdout and "speedup" in result.stdout
     assert "results:" in result.stdout and "MISMATCH" not in result.stdout
+
+
+@pytest.mark.parametrize("argv, message", [
+    ((), "a command is required"),
+    (("demo", "--repeat", "0"), "must be at least 1"),
+    (("dump", GELU, "--arg", "y=f32[8]"), "has no parameter named 'y'"),
+], ids=["no_command", "repeat_zero", "unknown_argument"])
+def test_usage_errors_exit_2_with_one_line_on_stderr(argv, message):
+    result = fusejit(*argv)
+    assert result.returncode == 2 and message in result.stderr and not result.stdout
