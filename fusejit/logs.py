@@ -2,7 +2,8 @@
 
 ``FUSEJIT_LOG=info`` or ``debug`` sets the level for everything; a comma list of topics
 (``FUSEJIT_LOG=fusion,guards,cache``) turns on debug output for just those: ``trace``,
-``fusion``, ``guards``, ``cache``, ``compile``, ``runtime``.
+``fusion``, ``guards``, ``cache``, ``compile``, ``runtime``. With ``FUSEJIT_LOG`` set, fusejit
+prints its records to stderr itself and does not pass them on to the root logger.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def configure(spec: str | None = None) -> None:
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         handler._fusejit = True
         root.addHandler(handler)
+        root.propagate = False   # the application's own handlers would print each line again
     root.setLevel(logging.WARNING)
     for word in words:
         if word in LEVELS:

@@ -38,6 +38,12 @@ class GuardCheck:
     slot: int
     convert: object    # "bool" | "int" | "float" | "item" | "tolist" | "shape" | a TextRead
     expected: object
+    loc: object = field(default=None, compare=False)   # the user's line that branched
+
+    def __str__(self):
+        call = self.convert if not isinstance(self.convert, str) else f"{self.convert}()"
+        where = f" at {self.loc.short()}" if self.loc is not None else ""
+        return f"{call} == {self.expected!r}{where}"
 
     def holds(self, value) -> bool:
         try:
@@ -349,7 +355,7 @@ def _place_checks(guards, outputs, raw_steps) -> dict[int, list[GuardCheck]]:
     for guard in guards:
         slot = outputs[guard.output]
         checks.setdefault(producer.get(slot, -1), []).append(
-            GuardCheck(slot, guard.convert, guard.expected))
+            GuardCheck(slot, guard.convert, guard.expected, guard.loc))
     return checks
 
 
