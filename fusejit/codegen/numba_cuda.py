@@ -133,9 +133,7 @@ def prelude_hash() -> str:
 
 # -- modules ------------------------------------------------------------------------------------
 def cuda_dir() -> Path:
-    path = config.cache_dir() / "cuda"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return source_cache.usable_dir(config.cache_dir() / "cuda")
 
 
 def load_cuda_module(key: str, source: str) -> types.ModuleType:

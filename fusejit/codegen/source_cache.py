@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -41,9 +42,24 @@ def source_key(source: str) -> str:
 
 
 def kernel_dir() -> Path:
-    path = config.cache_dir() / "kernels"
+    return usable_dir(config.cache_dir() / "kernels")
+
+
+def usable_dir(path: Path) -> Path:
+    """``path`` as a directory. A file there (damage, a stray write) is removed with a
+    warning, so compiling does not fail in every process from now on."""
+    if path.is_symlink() or path.exists() and not path.is_dir():
+        log.warning("%s in the cache is not a directory; replacing it", path)
+        path.unlink()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _directory_removed(path: Path) -> None:
+    """A directory where fusejit keeps a kernel file: removed, with a warning."""
+    if path.is_dir() and not path.is_symlink():
+        log.warning("%s in the cache is a directory, not a kernel file; replacing it", path)
+        shutil.rmtree(path)
 
 
 def load_module(key: str, source: str) -> types.ModuleType:
@@ -119,6 +135,7 @@ def seal_numba_cache(key: str, caches) -> None:
 
 def ensure_file(path: Path, source: str) -> Path:
     """Write ``source`` to ``path`` unless the file already holds exactly that text."""
+    _directory_removed(path)
     try:
         if path.read_text() == source:
             return path  # keep the mtime: Numba's on-disk cache is keyed by it

@@ -198,3 +198,17 @@ def test_a_kernel_module_runs_its_checked_source_not_a_bytecode_file_found_besid
     module = source_cache.import_file("fusejit_test_kernels", "fusejit_test_kernels.k_t",
                                       path, real)
     assert module.VALUE == "real"
+
+
+@pytest.mark.parametrize("damage", ["kernels_is_a_file", "kernel_is_a_directory"])
+def test_a_damaged_kernel_directory_is_repaired_with_a_warning(tmp_path, monkeypatch, caplog,
+                                                              damage):
+    from fusejit.codegen import source_cache
+    monkeypatch.setattr(source_cache.config, "cache_dir", lambda: tmp_path)
+    source, key = "VALUE = 3\n", "damaged_kernel"
+    if damage == "kernels_is_a_file":
+        (tmp_path / "kernels").write_text("x")
+    else:
+        (tmp_path / "kernels" / f"{key}.py").mkdir(parents=True)
+    path = source_cache.ensure_file(source_cache.kernel_dir() / f"{key}.py", source)
+    assert path.read_text() == source and "replacing it" in caplog.text
