@@ -65,6 +65,9 @@ def sanitize(text: str) -> str:
     return re.sub(r"\.{2,}", ".", text).strip(".") or "v"
 
 
+HERE = object()   # ``Recorder.set_fallback``'s default location: the line being traced
+
+
 @dataclass
 class Recorder:
     name: str
@@ -239,9 +242,11 @@ class Recorder:
         return self.register_capture(CaptureRecord(text, var, source, steps, array, True))
 
     # -- control -----------------------------------------------------------------------------
-    def set_fallback(self, reason: str, loc: Loc | None = None) -> None:
+    def set_fallback(self, reason: str, loc: Loc | None | object = HERE) -> None:
+        """Run the signature eagerly; ``loc`` is the user's line (by default the line being
+        traced; None when no line is known, such as a side effect found after the body)."""
         if self.fallback is None:
-            self.fallback = Fallback(reason, loc if loc is not None else current_loc())
+            self.fallback = Fallback(reason, current_loc() if loc is HERE else loc)
 
     def note(self, text: str) -> None:
         if text not in self.notes:
