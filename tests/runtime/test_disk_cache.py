@@ -162,7 +162,7 @@ def test_storing_programs_keeps_the_cache_under_its_bound(tmp_path, monkeypatch)
     monkeypatch.setenv("FUSEJIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("FUSEJIT_CACHE_MAX_MB", str(20_000 / 2**20))
     monkeypatch.setattr(program_cache, "_written_since_scan", [None])
-    stale = config.cache_root() / "fj-stale" / "kernels" / "old.py"
+    stale = config.cache_root() / "fj0.1+stale-nb0.68" / "kernels" / "old.py"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"#" * 15_000)
     os.utime(stale, (1000, 1000))
