@@ -170,6 +170,7 @@ def _reading(name):
 
 _READS = ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__",
           "__len__", "__getitem__", "__add__", "__mul__", "__rmul__", "__mod__"]
+# every public method; ``maketrans`` is a staticmethod building a table, no read of the text
 _READS += [name for name in vars(str) if not name.startswith("_") and name != "maketrans"]
 for _name in _READS:
     setattr(TracedText, _name, _reading(_name))
