@@ -102,8 +102,11 @@ def make_key(args, kwargs, target):
 
 
 def _repeated(arrays) -> bool:
-    if len(arrays) == 2:   # the common case, two positional arrays: no set
+    if len(arrays) == 2:   # the common cases, two or three positional arrays: no set
         return arrays[0] is arrays[1]
+    if len(arrays) == 3:
+        a, b, c = arrays
+        return a is b or a is c or b is c
     return len(set(map(id, arrays))) < len(arrays)
 
 
