@@ -9,7 +9,7 @@ import numpy as np
 from ..ir import Graph, TensorType, Var
 from . import audit, capture_proxies, returned_containers
 from .captures import Capture, Roots
-from .containers import detect_container_writes, pair_containers
+from .containers import detect_container_writes, pair_containers, share_repeated
 from .context import Fallback, Recorder, active, sanitize, set_active
 from .conversions import traced_conversions
 from .guards import Guard
@@ -119,8 +119,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     name = name or getattr(fn, "__name__", "fn")
     recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves)
     proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
-    proxy_args, proxy_kwargs = unflatten(treedef, [proxies.get(i, leaf)
-                                                   for i, leaf in enumerate(leaves)])
+    proxy_args, proxy_kwargs = share_repeated(args, kwargs, *unflatten(
+        treedef, [proxies.get(i, leaf) for i, leaf in enumerate(leaves)]))
     random_before = _random_state_token()
     before = snapshot(leaves, fn)
     audited = audit.start(fn)

@@ -23,6 +23,30 @@ class Pair:
     label: str
 
 
+def share_repeated(args, kwargs, proxy_args, proxy_kwargs) -> tuple[tuple, dict]:
+    """The copies with one copy per container: a dict or list passed twice (``f(d, d)``) is
+    one object in the body, as eagerly, so an item stored through one name is read through
+    the other."""
+    seen: dict = {}
+
+    def shared(original, copy):
+        kind = type(original)
+        if kind not in (dict, list, tuple) or type(copy) is not kind:
+            return copy
+        if id(original) in seen:
+            return seen[id(original)]
+        if kind is tuple:
+            copy = tuple(shared(o, c) for o, c in zip(original, copy, strict=True))
+        else:
+            for key, item in _items(original):
+                copy[key] = shared(item, copy[key])
+        seen[id(original)] = copy
+        return copy
+
+    return (tuple(shared(o, c) for o, c in zip(args, proxy_args, strict=True)),
+            {name: shared(kwargs[name], copy) for name, copy in proxy_kwargs.items()})
+
+
 def pair_containers(args, kwargs, proxy_args, proxy_kwargs) -> list[Pair]:
     pairs: list[Pair] = []
     for index, (original, copy) in enumerate(zip(args, proxy_args, strict=True)):

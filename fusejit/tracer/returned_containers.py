@@ -35,7 +35,7 @@ def _walk(original, copy, path: tuple, found: dict) -> None:
     if kind not in _CONTAINERS and not _is_namedtuple(original) or type(copy) is not kind:
         return
     if len(path) >= 2:   # the (args, kwargs) pair and the args tuple are no user objects
-        found[id(copy)] = (copy, path)
+        found.setdefault(id(copy), (copy, path))   # ``f(d, d)``: its first place
     items = original.items() if kind is dict else enumerate(original)
     for key, item in items:
         _walk(item, copy[key], (*path, key), found)

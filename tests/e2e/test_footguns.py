@@ -551,3 +551,22 @@ def test_float_and_int_of_traced_text_are_reads():
         x = np.array([v, 0.0])
         assert_same(rounded(x), compiled(x))
     assert compiled.cache_info()["traces"] == 3     # 2.01 rounds as 2.0 does
+
+
+def _store_then_read_other(a, b, g):
+    a["w"] = a["w"] + g
+    return a, b["w"]
+
+
+def test_a_dict_passed_twice_is_one_dict_in_the_body():
+    compiled = fusejit.compile(_store_then_read_other)
+    for _ in range(3):
+        w = np.ones(2)
+        eager, mine = {"w": w.copy()}, {"w": w.copy()}
+        want, got = _store_then_read_other(eager, eager, w), compiled(mine, mine, w)
+        assert got[0] is mine
+        assert_same(want[1], got[1])
+        assert_same(eager["w"], mine["w"])
+    first = fusejit.compile(lambda a, b: a)
+    one, other = {"w": w}, {"w": w}
+    assert first(one, one) is one and first(one, other) is one
