@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import platform
 from pathlib import Path
@@ -11,6 +12,25 @@ def strict() -> bool:
     """``FUSEJIT_STRICT=1``: internal inconsistencies raise instead of falling back to eager.
     The test suite sets it so that a fallback can never hide a tracer bug."""
     return os.environ.get("FUSEJIT_STRICT", "") not in ("", "0")
+
+
+def progress() -> bool | None:
+    """``FUSEJIT_PROGRESS``: ``0`` never shows the compile progress line, ``1`` shows it even
+    when stderr is not a terminal (a CI log); unset, it shows on a terminal only (None)."""
+    env = os.environ.get("FUSEJIT_PROGRESS", "").strip().lower()
+    if env in ("", "auto"):
+        return None
+    if env in ("0", "off", "no", "false"):
+        return False
+    if env in ("1", "on", "yes", "true"):
+        return True
+    _warn_once(f"FUSEJIT_PROGRESS={env!r} is not 0 or 1: ignored")
+    return None
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    logging.getLogger("fusejit").warning(message)
 
 
 def vector_bits() -> int | None:

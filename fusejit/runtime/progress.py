@@ -1,10 +1,13 @@
 """A progress line on stderr while a program's first run compiles its kernels.
 
-Shown only when stderr is a terminal and compiling has already taken more than a second."""
+Shown when compiling has already taken more than a second and stderr is a terminal
+(``FUSEJIT_PROGRESS=0`` never, ``=1`` whatever stderr is)."""
 from __future__ import annotations
 
 import sys
 import time
+
+from .. import config
 
 DELAY_S = 1.0
 
@@ -17,6 +20,9 @@ class Progress:
         self.shown = False
 
     def enabled(self) -> bool:
+        chosen = config.progress()
+        if chosen is not None:
+            return chosen
         return bool(getattr(self.stream, "isatty", lambda: False)())
 
     def step(self, what: str = "") -> None:

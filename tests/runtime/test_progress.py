@@ -1,5 +1,8 @@
-"""The progress line: only on a terminal, only once compiling has taken more than a second."""
+"""The progress line: only on a terminal, only once compiling has taken more than a second;
+FUSEJIT_PROGRESS turns it off, or on for a log that is not a terminal."""
 import io
+
+import pytest
 
 from fusejit.runtime import progress
 
@@ -7,6 +10,11 @@ from fusejit.runtime import progress
 class Terminal(io.StringIO):
     def isatty(self):
         return True
+
+
+@pytest.fixture(autouse=True)
+def _default_setting(monkeypatch):
+    monkeypatch.delenv("FUSEJIT_PROGRESS", raising=False)
 
 
 def test_progress_line_appears_on_a_terminal_after_the_delay(monkeypatch):
@@ -32,3 +40,26 @@ def test_no_progress_line_when_fast_or_not_a_terminal(monkeypatch):
     bar.step("k0")
     bar.close()
     assert piped.getvalue() == ""
+
+
+def _shown(stream) -> str:
+    bar = progress.Progress(1, "switch", stream)
+    bar.step("k0")
+    bar.close()
+    return stream.getvalue()
+
+
+@pytest.mark.parametrize("value, on_terminal, on_pipe", [
+    ("0", False, False), ("off", False, False), ("1", True, True), ("auto", True, False)])
+def test_fusejit_progress_switches_the_line(monkeypatch, value, on_terminal, on_pipe):
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    monkeypatch.setenv("FUSEJIT_PROGRESS", value)
+    assert bool(_shown(Terminal())) is on_terminal
+    assert bool(_shown(io.StringIO())) is on_pipe
+
+
+def test_fusejit_progress_warns_about_a_value_it_does_not_know(monkeypatch, caplog):
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    monkeypatch.setenv("FUSEJIT_PROGRESS", "sometimes")
+    assert _shown(Terminal()) and not _shown(io.StringIO())     # as if unset
+    assert "FUSEJIT_PROGRESS='sometimes' is not 0 or 1: ignored" in caplog.text
