@@ -219,6 +219,10 @@ def report_text(report: dict) -> str:
 
 def run_cache(args) -> int:
     root = config.cache_root()
+    if root.exists() and not root.is_dir():
+        print(f"fusejit: the cache directory {root} (FUSEJIT_CACHE_DIR) is not a directory",
+              file=sys.stderr)
+        return 1
     if args.action == "clear":
         return _clear_cache(root)
     files = [p for own in config.own_dirs(root) for p in own.rglob("*") if p.is_file()]
@@ -245,7 +249,7 @@ def _clear_cache(root) -> int:
         print(f"fusejit: could not clear {root}: {path}: {exc}"
               + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""), file=sys.stderr)
         return 1
-    print(f"cleared {root}")
+    print(f"cleared {root}" if root.is_dir() else f"nothing to clear: {root} does not exist")
     return 0
 
 

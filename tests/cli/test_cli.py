@@ -166,6 +166,17 @@ def test_cache_clear_that_cannot_remove_a_file_fails(tmp_path, monkeypatch, caps
     assert "could not clear" in capsys.readouterr().err and (own / "kernel.py").exists()
 
 
+def test_cache_commands_refuse_a_cache_directory_that_is_a_file(tmp_path):
+    plain = tmp_path / "not-a-dir"
+    plain.write_text("x")
+    for action in ("info", "clear"):
+        result = fusejit("cache", action, cache_dir=plain)
+        assert result.returncode == 1 and "is not a directory" in result.stderr
+        assert result.stdout == "" and plain.read_text() == "x"
+    missing = fusejit("cache", "clear", cache_dir=tmp_path / "missing")
+    assert missing.returncode == 0 and "nothing to clear" in missing.stdout
+
+
 def test_bench_one_function_as_json():
     result = fusejit("bench", GELU, "--arg", "x=f32[64,64]", "--repeat", "3", "--json")
     assert result.returncode == 0, result.stderr
