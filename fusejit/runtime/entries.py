@@ -80,8 +80,10 @@ class CompiledEntry:
         self.hits += 1
         if self.plain_outputs:  # every output a plain array: skip the per-leaf dispatch
             return unflatten(trace.out_treedef, [values[leaf.index] for leaf in trace.out_leaves])
-        return unflatten(trace.out_treedef,
-                         [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves])
+        results = [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves]
+        if self.copied_views:
+            _take_copied_views(trace.out_leaves, values, results)
+        return unflatten(trace.out_treedef, results)
 
     @functools.cached_property
     def fast_run(self):
@@ -91,6 +93,11 @@ class CompiledEntry:
         if trace.captures or trace.mutations or trace.attr_writes:
             return None
         return _straight_run(trace, self.program)
+
+    @functools.cached_property
+    def copied_views(self) -> bool:
+        return any(leaf.kind == "view" and leaf.view == "copied"
+                   for leaf in self.trace.out_leaves)
 
     @functools.cached_property
     def plain_outputs(self) -> bool:
@@ -246,6 +253,14 @@ def _straight_run(trace: Trace, program: Program):
                  treedef=trace.out_treedef)
     results = [_output_expression(leaf, position, names)
                for position, leaf in enumerate(trace.out_leaves)]
+    for position, leaf in enumerate(trace.out_leaves):   # views of one copy of an output
+        if leaf.kind == "view" and leaf.view == "copied":
+            copy = f"    c{leaf.index} = argument_view(values[{leaf.index}], 'copy')"
+            if copy not in lines:
+                lines.append(copy)
+            names["argument_view"], names["apply_views"] = argument_view, apply_views
+            names[f"views{position}"] = leaf.views
+            results[position] = f"apply_views(c{leaf.index}, views{position})"
     treedef = trace.out_treedef
     if treedef.flat_tuple and len(results) == len(treedef.children):
         lines.append(f"    return ({''.join(r + ', ' for r in results)})")
@@ -319,9 +334,22 @@ def _output(leaf, values, leaves, captured):
     if leaf.kind == "capture":
         return captured[leaf.index]
     if leaf.kind == "view":
+        if leaf.view == "copied":    # views of one copy: ``_take_copied_views``
+            return None
         return apply_views(leaves[leaf.index] if leaf.view == "arg" else captured[leaf.index],
                            leaf.views)
     return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const
+
+
+def _take_copied_views(out_leaves, values, results: list) -> None:
+    """Results that are views of one copy of an output, made once per call (NumPy copied an
+    array the program's results are views of: ``y.ravel()`` of an F-ordered ``y``)."""
+    copies: dict = {}
+    for position, leaf in enumerate(out_leaves):
+        if leaf.kind == "view" and leaf.view == "copied":
+            if leaf.index not in copies:
+                copies[leaf.index] = argument_view(values[leaf.index], "copy")
+            results[position] = apply_views(copies[leaf.index], leaf.views)
 
 
 def _rebind_targets(writes, leaves, owner) -> list | None:

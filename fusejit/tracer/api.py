@@ -31,7 +31,9 @@ class OutputLeaf:
     view: str = ""         # "arg", "value": "" the array itself, "rw"/"ro" a new (read-only)
     #                        view; a value: "copy" a copy, "frozen" itself made read-only;
     #                        "view": "arg"/"capture", the written array ``views`` are taken of
-    views: tuple = ()      # "view": the view nodes replayed on that array after its write-back
+    #                        (after its write-back); "copied", one copy per call of output
+    #                        ``index``
+    views: tuple = ()      # "view": the view nodes replayed on that array
 
 
 @dataclass(frozen=True)

@@ -96,9 +96,9 @@ def between_results(recorder, leaves: tuple, raw: list, outputs: list) -> tuple:
 
     A view of a made array written through the view (``a = y[1:]; a += x; return y, a``) is
     the written value in the graph, an array of its own: it becomes the same view calls on
-    ``y``'s output. A result the graph derives from another by view calls where NumPy's two
-    results share no memory (``y = x.T * 1; return y, y.ravel()``: NumPy's ``y`` is
-    F-ordered, its ravel a copy) is handed out as a copy."""
+    ``y``'s output. Results the graph derives from one array by view calls where NumPy's
+    share no memory (``y = x.T * 1; return y, y.ravel()``: NumPy's ``y`` is F-ordered, its
+    ravel a copy) are handed out apart (``_separated``)."""
     results = [(position, obj) for position, obj in enumerate(raw)
                if leaves[position].kind == "value" and type(getattr(obj, "value", None))
                is np.ndarray]
@@ -111,32 +111,72 @@ def between_results(recorder, leaves: tuple, raw: list, outputs: list) -> tuple:
                 outputs.append(_derived(recorder, obj))
                 derived[id(obj)] = len(outputs) - 1
             leaves[position] = replace(leaves[position], index=derived[id(obj)])
+    return _separated(recorder, leaves, results, outputs)
+
+
+def _separated(recorder, leaves: list, results: list, outputs: list) -> tuple:
+    """Results the graph takes by views from one array, handed out as NumPy's are: those
+    NumPy made views of one memory (one owner) stay views of the program's array, the class
+    nearest the array itself; each other class becomes views of one copy, made on every call,
+    of the array its views start from (``y = x.T + 0; r = y.ravel(); return y, r[:3], r[1:]``:
+    NumPy's ravel of the F-ordered ``y`` is a copy, both slices views of it)."""
     producers = {out: node for node in recorder.nodes for out in node.outputs}
-    made = [(leaves[position], obj.value, outputs[leaves[position].index]) for position, obj
-            in results]
-    above = [_viewed_from(var, producers) for _, _, var in made]
-    for k, (position, _) in enumerate(results):
-        if any(_apart(made[k], made[j], above[k], above[j]) for j in range(k)):
-            leaves[position] = replace(leaves[position], view="copy")
+    paths = [_view_path(outputs[leaves[position].index], producers)
+             for position, _ in results]
+    groups: dict = {}
+    for k, (_, obj) in enumerate(results):
+        owners = groups.setdefault(paths[k][0], {})
+        owners.setdefault(_owner(obj.value), []).append(k)
+    inputs = {*recorder.inputs, *(c.var for c in recorder.captures)}
+    for root, owners in groups.items():
+        classes = sorted((sorted(ks, key=lambda k: (len(paths[k][1]), k))
+                          for ks in owners.values()), key=lambda ks: (len(paths[ks[0]][1]), ks))
+        for members in classes[1:]:
+            common = _common_prefix([paths[k][1] for k in members])
+            base = common[-1].outputs[0] if common else root
+            if base in inputs:    # a copy each
+                for k in members:
+                    leaves[results[k][0]] = replace(leaves[results[k][0]], view="copy")
+                continue
+            index = next((i for i, v in enumerate(outputs) if v is base), len(outputs))
+            if index == len(outputs):
+                outputs.append(base)
+            for k in members:
+                position = results[k][0]
+                leaves[position] = replace(leaves[position], kind="view", index=index,
+                                           view="copied", views=paths[k][1][len(common):])
     return tuple(leaves)
 
 
-def _apart(result, other, above, other_above) -> bool:
-    """The graph takes one result from the other by views; NumPy's share no memory."""
-    (leaf, value, var), (other_leaf, other_value, other_var) = result, other
-    return leaf.index != other_leaf.index and (other_var in above or var in other_above) \
-        and not np.may_share_memory(value, other_value)
+def _common_prefix(paths: list) -> tuple:
+    """The view calls every path starts with (the nodes of the first)."""
+    first, n = paths[0], min(len(p) for p in paths)
+    for depth in range(n):
+        if any(_view_step(p[depth]) != _view_step(first[depth]) for p in paths[1:]):
+            return first[:depth]
+    return first[:n]
 
 
-def _viewed_from(var, producers) -> set:
-    """The Vars ``var`` is taken from by view calls alone."""
-    found: set = set()
+def _view_step(node: Node) -> tuple:
+    return node.op, node.attrs, tuple(node.inputs[1:])
+
+
+def _view_path(var, producers) -> tuple:
+    """(the Var ``var`` is taken from by view calls alone, those view nodes in order)."""
+    chain: list = []
     node = producers.get(var)
-    while node is not None and _single_view(node) and len(found) < MAX_CHAIN:
+    while node is not None and _single_view(node) and len(chain) < MAX_CHAIN:
+        chain.append(node)
         var = node.inputs[0]
-        found.add(var)
         node = producers.get(var)
-    return found
+    return var, tuple(reversed(chain))
+
+
+def _owner(array: np.ndarray) -> int:
+    """id of the object that owns ``array``'s memory."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return id(array if array.base is None else array.base)
 
 
 def _written_base(tracer):

@@ -132,6 +132,40 @@ def test_results_share_memory_as_numpys_do(body):
         assert_same(want[0], got[0])
 
 
+def _raveled_copy(x, write):
+    if write:
+        x[0, 0] += 1             # a write back: the runtime's general path
+    y = x.T + 0                  # F-ordered in NumPy: its ravel is a copy, and its slices views
+    r = y.reshape(-1)
+    return {"y": y, "r": r, "r1": r[1:], "r3": r[1:][2:], "a": r[0:3], "b": r[3:6],
+            "yT": y.T, "y1": y[1:]}
+
+
+@pytest.mark.parametrize("write", [False, True], ids=["plain", "writing"])
+@pytest.mark.parametrize("names", [("y", "r", "r1"), ("r1", "y", "r"), ("y", "r1", "r3"),
+                                   ("r3", "r", "y", "r1"), ("r1", "r3", "y"), ("a", "r1", "b"),
+                                   ("yT", "r"), ("y1", "a", "yT", "b", "r"), ("r", "y", "r")])
+def test_results_numpy_made_views_of_one_copy_share_it(names, write):
+    def body(x):
+        parts = _raveled_copy(x, write)
+        return tuple(parts[name] for name in names)
+
+    compiled = fusejit.compile(body)
+    for k in range(3):
+        x = np.arange(12.0).reshape(3, 4) + k
+        want, got = body(x.copy()), compiled(x.copy())
+        for a, b in zip(want, got, strict=True):
+            assert_same(a, b)
+        for i in range(len(names)):
+            for j in range(i):
+                assert np.shares_memory(got[i], got[j]) == np.shares_memory(want[i], want[j])
+                assert (got[i] is got[j]) == (want[i] is want[j])
+        for result in (want, got):   # a write through one reaches those NumPy shares it with
+            result[0][...] = -1.0
+        for a, b in zip(want, got, strict=True):
+            assert_same(a, b)
+
+
 @pytest.mark.parametrize("body", [lambda x: x[...], lambda x: x[..., None][..., 0]],
                          ids=["ellipsis", "new_axis_and_back"])
 def test_an_ellipsis_index_of_a_0d_argument_is_a_view_of_it(body):
