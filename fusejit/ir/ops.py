@@ -218,6 +218,12 @@ def _host_impl(*arrays, fn, name, spec, nout):
     ``(args, kwargs)`` template whose ``("__operand__", k)`` placeholders are ``arrays[k]``
     (``("__operand__", k, float)``: a Python number the body passed, given back as one, so
     NumPy promotes it as the weak scalar it was)."""
+    args, kwargs = host_arguments(arrays, spec)
+    return host_results(fn(*args, **kwargs))
+
+
+def host_arguments(arrays, spec) -> tuple:
+    """The ``(args, kwargs)`` of a host call, its operands filled in."""
     def fill(item):
         if isinstance(item, tuple) and item[:1] == ("__operand__",):
             return arrays[item[1]] if len(item) == 2 else item[2](arrays[item[1]])
@@ -229,8 +235,10 @@ def _host_impl(*arrays, fn, name, spec, nout):
         if isinstance(item, tuple) and item[:1] == ("__dict__",):
             return {k: fill(v) for k, v in item[1:]}
         return item
-    args, kwargs = fill(spec[0]), fill(spec[1])
-    result = fn(*args, **kwargs)
+    return fill(spec[0]), fill(spec[1])
+
+
+def host_results(result) -> tuple:
     results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     return tuple(np.asarray(r) for r in results)
 

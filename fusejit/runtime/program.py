@@ -11,6 +11,7 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, Var, indexing, ops
+from ..located import calling_from
 from ..passes.in_place_updates import caller_donors, last_failure
 from ..passes.in_place_writes import in_place_writes
 from ..passes.plan_memory import view_parents
@@ -208,12 +209,28 @@ def host_call(node: Node):
         return fast
     opdef, attrs = ops.get(node.op), dict(node.attrs)
     impl = opdef.impl
+    if node.op == "host" and node.loc is not None:
+        return _located_host_call(node, attrs)
 
     def call(*values):
         result = impl(*values, **attrs)
         return result if isinstance(result, tuple) else (np.asarray(result),)
     call.__name__ = f"host_{node.op}"
     call.warns = opdef.kind in (ops.ELEMENTWISE, ops.REDUCE)   # Program.run quiets it
+    return call
+
+
+def _located_host_call(node: Node, attrs: dict):
+    """An opaque NumPy call made from a frame that is the user's line, so that a warning its
+    Python code issues (``np.nanmean``: "Mean of empty slice") names that line on every
+    replay, as eagerly, and a traceback through it shows it."""
+    loc, fn, spec = node.loc, attrs["fn"], attrs["spec"]
+    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>")
+
+    def call(*values):
+        args, kwargs = ops.host_arguments(values, spec)
+        return ops.host_results(via(fn, args, kwargs))
+    call.__name__ = "host_host"
     return call
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from .. import config, fperrors
 from ..errors import EagerFallback, FusejitError, UnsupportedError
 from ..ir import Lit, Loc, Node, TensorType, Var, ops
+from ..located import calling_from
 from .captures import Capture, Roots, find_captures, path_key
 from .loc import current_loc, user_frames
 
@@ -342,16 +343,22 @@ def surface(compute, record, args, kwargs):
 
 
 def _compute(compute, recorder, args, kwargs):
-    """NumPy's result. While tracing, the floating-point warnings it gives are issued from the
-    user's line (not this frame, which would also make the default filter show each message
-    once for all lines)."""
+    """NumPy's result. While tracing, the warnings it gives are issued from the user's line
+    (not this frame, which would also make the default filter show each message once for
+    all lines): NumPy's floating-point ones collected and issued again, those its Python
+    code issues by calling it through a frame that is that line (``located``)."""
     if recorder is None:
         return compute(*unwrap(args), **unwrap(kwargs))
     if recorder.fallback is None and fperrors.body_raises_warnings(recorder.warning_filters):
         recorder.set_fallback(fperrors.FILTER_REASON)
-    concrete, messages = fperrors.collecting(compute, *unwrap(args), **unwrap(kwargs))
+    frames = user_frames(3)
+    if frames:
+        code = frames[0].f_code
+        via = calling_from(code.co_filename, frames[0].f_lineno, code.co_name)
+        concrete, messages = fperrors.collecting(via, compute, unwrap(args), unwrap(kwargs))
+    else:
+        concrete, messages = fperrors.collecting(compute, *unwrap(args), **unwrap(kwargs))
     if messages:
-        frames = user_frames(3)
         fperrors.warn_from(frames[0] if frames else sys._getframe(2), messages)
     return concrete
 

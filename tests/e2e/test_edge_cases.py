@@ -615,6 +615,21 @@ def test_an_error_filter_for_floating_point_warnings_raises_while_tracing():
     assert_same(logs(np.ones(3)), compiled(np.ones(3)))
 
 
+def test_warnings_of_numpy_calls_run_as_they_are_name_the_users_line_on_every_call():
+    # np.nanmean warns from Python with stacklevel=2: the frame that called it was fusejit's
+    def column_means(x):
+        m = np.nanmean(x, axis=0)
+        return m * 2
+
+    compiled, x = fusejit.compile(column_means), np.ones((3, 4))
+    x[:, 1] = np.nan
+    line = column_means.__code__.co_firstlineno + 1
+    expected = [(RuntimeWarning, "Mean of empty slice", __file__, line)]
+    for _ in range(3):      # the trace, then replays running np.nanmean as a host op
+        assert _warnings_of(compiled, x) == _warnings_of(column_means, x) == expected
+    assert compiled.cache_info()["hits"] == 2
+
+
 def _outcome(fn, *args):
     """(type name, value) of the result, or (exception type, None)."""
     try:
