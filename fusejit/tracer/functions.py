@@ -14,6 +14,7 @@ from .registry import (
     permutation_of,
     unsupported,
 )
+from .scalars import is_live_float
 from .tracer import Tracer, ViewLink, note_shape_seen, wrap
 
 __all__ = ["handle_function"]
@@ -271,6 +272,28 @@ def _clip_into(rec, out, a, a_min, a_max):
                  and not getattr(v, "weak", False) else unwrap(v) for v in (a, a_min, a_max)]
     dtype = np.asarray(np.clip(*stand_ins)).dtype
     return write_out(rec, target, _clipped(rec, a, a_min, a_max, dtype))
+
+
+@implements(np.copyto)
+def _copyto(rec, concrete, dst, src, casting="same_kind", where=True):
+    """``np.copyto(dst, src, where=m)``: ``src`` (cast, broadcast) stored into ``dst`` where
+    ``m`` holds, an in-place write. NumPy has already checked the casting rule and the
+    shapes, and written the concrete value."""
+    from .ufuncs import write_out
+    if not isinstance(dst, Tracer) and type(dst) is not np.ndarray:
+        raise EagerFallback(f"np.copyto into a {type(dst).__name__}")
+    dtype = dst.dtype
+    if isinstance(src, (Tracer, np.ndarray, list, tuple)) or is_live_float(src):
+        value = rec.cast(rec.operand(src), dtype)
+    else:   # a scalar, converted as NumPy converts it under ``casting``
+        scratch = np.empty((), dtype)
+        np.copyto(scratch, unwrap(src), casting=casting)
+        value = Lit(scratch[()], dtype)
+    if where is not True:
+        if isinstance(value, Lit):
+            value = rec.materialize(value)
+        value = rec.emit("where", [rec.operand(where, np.bool_), value, rec.operand(dst)])
+    write_out(rec, dst, value)
 
 
 def _like(value_of):

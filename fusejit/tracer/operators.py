@@ -160,7 +160,9 @@ def _method(func):
 
 
 for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
-              "all", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum"):
+              "all", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum", "cumprod",
+              "take", "round", "diagonal", "trace", "argsort", "argpartition", "searchsorted",
+              "nonzero", "choose", "conj", "conjugate"):
     setattr(Tracer, _name, _method(getattr(np, _name)))
 
 
@@ -194,3 +196,42 @@ Tracer.copy = _copy_method
 Tracer.transpose = lambda self, *axes: np.transpose(self, _shape_args(axes) or None)
 Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
 Tracer.clip = lambda self, min=None, max=None, **kwargs: np.clip(self, min, max, **kwargs)
+
+
+def _in_place(function):
+    """``x.sort()``, ``x.partition(k)``: the function's result written into ``x``."""
+    def method(self, *args, **kwargs):
+        self[...] = function(self, *args, **kwargs)
+    method.__name__ = function.__name__
+    return method
+
+
+def _fill_method(self, value):
+    """``ndarray.fill``: one scalar, NumPy's error for anything else."""
+    from .context import unwrap
+    np.empty(0, self.dtype).fill(unwrap(value))
+    self[...] = value
+
+
+def _view_method(self, *args, **kwargs):
+    """``ndarray.view()`` (or of its own dtype, as an ndarray): a view, as ``x[...]``. A
+    reinterpretation as another dtype or type is NumPy's, eagerly."""
+    from .context import unwrap
+    if len(args) > 2 or set(kwargs) - {"dtype", "type"}:   # NumPy's TypeError
+        return Tracer.__getattr__(self, "view")(*args, **kwargs)
+    bound = dict(zip(("dtype", "type")[:len(args)], args, strict=True), **kwargs)
+    dtype, kind = unwrap(bound.get("dtype")), bound.get("type")
+    if isinstance(dtype, type) and issubclass(dtype, np.ndarray) and kind is None:
+        dtype, kind = None, dtype
+    same_dtype = dtype is None or np.dtype(dtype) == self.dtype
+    if same_dtype and kind in (None, np.ndarray) and isinstance(self.value, np.ndarray):
+        return self[...]
+    return Tracer.__getattr__(self, "view")(*args, **kwargs)
+
+
+Tracer.sort = _in_place(np.sort)
+Tracer.partition = _in_place(np.partition)
+Tracer.fill = _fill_method
+Tracer.view = _view_method
+Tracer.compress = lambda self, condition, axis=None, out=None: np.compress(
+    condition, self, axis=axis, out=out)

@@ -193,3 +193,8 @@ _COMPARE = {"eq": (operator.eq, np.equal), "ne": (operator.ne, np.not_equal),
             "gt": (operator.gt, np.greater), "ge": (operator.ge, np.greater_equal)}
 for _name, (_py_op, _ufunc) in _COMPARE.items():
     setattr(TracedFloat, f"__{_name}__", _compare(_py_op, _ufunc))
+
+
+def is_live_float(value) -> bool:
+    """A Python float argument's proxy, still recording."""
+    return isinstance(value, TracedFloat) and value.live()

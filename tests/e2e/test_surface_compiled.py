@@ -164,9 +164,62 @@ def test_options_without_a_kernel_run_as_numpy_host_ops(source):
     assert info["eager_calls"] == 0 and info["hits"] == 1
 
 
-@pytest.mark.parametrize("source", ["x.real * 2", "x.round(1) + x", "x.argsort(1)",
-                                    "x.diagonal() + 1", "x.take([0], 1) * x", "round(x.sum())",
-                                    "round(x.sum(), 1)", "x.item(3) * x", "x.flags.c_contiguous"])
+@pytest.mark.parametrize("source", [
+    "x.round(1) + x", "x.argsort(1)", "x.diagonal() + 1", "x.take([0], 1) * x",
+    "x.take(np.array([4, 1])) + 1", "x.cumprod(1)", "x.trace() * 2", "x.conj() - x",
+    "x.compress([True, False], axis=0) * 2", "x.view() * 2", "x.view(x.dtype) + x",
+    "x.view(np.ndarray) + 1", "x[0].searchsorted(x[1] / 2)", "x.argpartition(1, axis=1)",
+    "(x + 10).nonzero()[1] + 1"])
+def test_methods_map_to_their_numpy_functions(source):
+    fn = eval(f"lambda x: {source}")  # noqa: S307 -- the cases above, as source for their ids
+    x = np.arange(6.0).reshape(2, 3) * 1.37
+    compiled = fusejit.compile(fn)
+    for values in (x, x * 3, x - 1):
+        assert_same(fn(values.copy()), compiled(values))
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["hits"] == 2
+
+
+def _sort_rows_in_place(x):
+    x.sort(axis=1)
+    return x[:, 0] * 2
+
+
+def _partition_made_array(x):
+    y = x * 2
+    y.partition(1)
+    return y
+
+
+def _fill_made_array(x, value):
+    y = np.empty_like(x)
+    y.fill(value)
+    return y + x
+
+
+def _view_written_through(x):
+    y = x * 2
+    z = y.view()
+    z[0] = -1.0
+    return y, z
+
+
+@pytest.mark.parametrize("fn, extra", [(_sort_rows_in_place, ()), (_partition_made_array, ()),
+                                       (_fill_made_array, (2.5,)), (_view_written_through, ())])
+def test_methods_that_write_in_place_compile(fn, extra):
+    compiled = fusejit.compile(fn)
+    for k in range(3):
+        x = np.random.default_rng(k).standard_normal((3, 4))
+        mine = x.copy()
+        assert_same(fn(x, *extra), compiled(mine, *extra))
+        assert_same(x, mine)     # the argument sorted in place as eagerly
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["hits"] == 2
+
+
+@pytest.mark.parametrize("source", ["x.real * 2", "round(x.sum())", "round(x.sum(), 1)",
+                                    "x.item(3) * x", "x.flags.c_contiguous",
+                                    "x.view(np.int64) & 1"])
 def test_methods_the_tracer_does_not_map_run_eagerly(source):
     fn = eval(f"lambda x: {source}")  # noqa: S307 -- the cases above, as source for their ids
     x = np.arange(6.0).reshape(2, 3) * 1.37
@@ -174,6 +227,72 @@ def test_methods_the_tracer_does_not_map_run_eagerly(source):
     for values in (x, x * 3):
         assert_same(fn(values.copy()), compiled(values))
     assert compiled.cache_info()["eager_signatures"] == 1
+
+
+def _copy_where(x, m, value):
+    y = x * 2
+    np.copyto(y, value, where=m)
+    return y
+
+
+def _copy_into_argument(x, src):
+    np.copyto(x, src)           # src broadcast over x's rows, float64 cast into float32
+    return x.sum()
+
+
+def _copy_where_into_argument(x, src):
+    np.copyto(x, src, where=src > 0)
+    return x
+
+
+@pytest.mark.parametrize("value", [0.0, np.float32(-1.5), np.arange(4.0)],
+                         ids=["python-float", "numpy-scalar", "row"])
+def test_copyto_with_a_mask_compiles(value):
+    compiled = fusejit.compile(_copy_where)
+    for k in range(3):
+        x = np.random.default_rng(k).standard_normal((3, 4)).astype(np.float32)
+        m = x > 0
+        assert_same(_copy_where(x, m, value), compiled(x, m, value))
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["hits"] == 2
+
+
+@pytest.mark.parametrize("fn", [_copy_into_argument, _copy_where_into_argument])
+def test_copyto_into_an_argument_writes_it_back(fn):
+    compiled = fusejit.compile(fn)
+    for k in range(3):
+        x = np.zeros((3, 4), np.float32)
+        src = np.random.default_rng(k).standard_normal(4)
+        mine = x.copy()
+        assert_same(fn(x, src), compiled(mine, src))
+        assert_same(x, mine)
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_copyto_a_python_float_argument_follows_it():
+    def fill_with(x, value):
+        y = x * 1
+        np.copyto(y, value)
+        return y
+
+    compiled = fusejit.compile(fill_with)
+    for value in (0.5, 2.0, -3.25):
+        assert_same(fill_with(np.ones(3), value), compiled(np.ones(3), value))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_copyto_refuses_what_numpy_refuses():
+    def copy_into(x, src):
+        np.copyto(x, src)
+        return x
+
+    compiled = fusejit.compile(copy_into)
+    ints = np.zeros(3, np.int64)
+    for fn in (copy_into, compiled):   # same_kind: float64 into int64 is refused
+        with pytest.raises(TypeError, match="Cannot cast"):
+            fn(ints.copy(), np.ones(3))
+        with pytest.raises(ValueError, match="could not broadcast"):
+            fn(np.zeros(3), np.ones(4))
 
 
 def _clip_in_place(g, c):
