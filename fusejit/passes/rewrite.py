@@ -35,10 +35,12 @@ def view_parents(graph: Graph, writes=frozenset()) -> dict[Var, Var]:
 
 
 def exposed_vars(graph: Graph) -> set[Var]:
-    """Vars whose memory a caller can see: graph outputs and whatever they are views of."""
+    """Vars whose memory a caller can see: graph outputs and whatever they are views of,
+    or the inputs of an opaque NumPy call that returned them (``np.flip``, ``np.diagonal``
+    and ``np.atleast_2d`` may return a view of their argument, or the argument itself)."""
     exposed = {v for v in graph.outputs if isinstance(v, Var)}
     for node in reversed(graph.nodes):
-        if is_view(node) and any(out in exposed for out in node.outputs):
+        if (is_view(node) or node.op == "host") and any(out in exposed for out in node.outputs):
             exposed.update(v for v in node.inputs if isinstance(v, Var))
     return exposed
 
