@@ -180,6 +180,8 @@ class CompiledFunction:
                 recorded = trace(fn, host_args, host_kwargs, name=self.__name__)
             except Exception as exc:
                 _note_user_line(exc, self.__qualname__)
+                _note_float_proxies(exc, leaves if leaves is not None else
+                                    flatten((args, kwargs))[0])
                 self._forget_if_empty(key, tree)
                 raise
             self._stats["traces"] += 1
@@ -366,17 +368,38 @@ def _note_user_line(exc: BaseException, name: str) -> None:
 
     (The body ran under NumPy while fusejit traced it, so the error is exactly eager NumPy's.)"""
     import os
+    import sysconfig
 
     import numpy
     skip = tuple(os.path.dirname(m.__file__) for m in (numpy, _fusejit_package()))
+    stdlib = sysconfig.get_paths()["stdlib"] + os.sep     # json, decimal: the caller's line
     frame, where = exc.__traceback__, None
     while frame is not None:
         filename = frame.tb_frame.f_code.co_filename
-        if not filename.startswith(skip) and "scipy" not in filename:
+        library = filename.startswith(stdlib) and "-packages" not in filename
+        if not filename.startswith(skip) and "scipy" not in filename and not library:
             where = f"{filename}:{frame.tb_lineno} ({frame.tb_frame.f_code.co_name})"
         frame = frame.tb_next
     if where is not None and hasattr(exc, "add_note"):
         exc.add_note(f"fusejit: raised at {where} while tracing {name}")
+
+
+FLOAT_PROXY_NOTE = (
+    "fusejit: while tracing, a Python float argument is a proxy (isinstance(lr, float) holds, "
+    "type(lr) is fusejit's Tracer): code that needs a real float object (json.dumps, "
+    "decimal.Decimal, float.hex, pickle, statistics) refuses it with a TypeError. Use it "
+    "outside the compiled function, or name the argument in static_argnames (each value is "
+    "then its own signature)")
+
+
+def _note_float_proxies(exc: BaseException, leaves) -> None:
+    """A note on a TypeError (or PicklingError) raised while a Python float argument was
+    traced as a proxy: C code's exact type checks refuse it, with messages that name
+    ``float`` (``Object of type float is not JSON serializable``) and puzzle the user."""
+    import pickle
+    if isinstance(exc, (TypeError, pickle.PicklingError)) and hasattr(exc, "add_note") and \
+            any(type(leaf) is float for leaf in leaves):
+        exc.add_note(FLOAT_PROXY_NOTE)
 
 
 def _fusejit_package():

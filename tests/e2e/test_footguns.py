@@ -570,3 +570,20 @@ def test_a_dict_passed_twice_is_one_dict_in_the_body():
     first = fusejit.compile(lambda a, b: a)
     one, other = {"w": w}, {"w": w}
     assert first(one, one) is one and first(one, other) is one
+
+
+def _logged_step(x, lr):
+    import json
+    return x * lr, json.dumps({"lr": lr})
+
+
+def test_a_python_float_argument_is_a_proxy_that_c_code_refuses_with_a_note():
+    compiled = fusejit.compile(_logged_step)
+    with pytest.raises(TypeError, match="not JSON serializable") as raised:
+        compiled(np.ones(3), 0.5)
+    notes = "\n".join(getattr(raised.value, "__notes__", []))
+    assert "a Python float argument is a proxy" in notes and "static_argnames" in notes
+    assert f"raised at {__file__}:" in notes          # the user's line, not json's
+    static = fusejit.compile(_logged_step, static_argnames=("lr",))
+    for lr in (0.5, 0.25, 0.5):
+        assert_same(_logged_step(np.ones(3), lr), static(np.ones(3), lr))
