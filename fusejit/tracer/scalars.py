@@ -89,6 +89,9 @@ class TracedFloat(float):
     def make(cls, value: float, recorder, var) -> TracedFloat:
         self = cls(value)
         self.tracer = Tracer(float(value), var, recorder)
+        # C code reads the plain value (``json.dumps``, ``"%s" % v``, ``str.join``): a
+        # returned string holding its text runs eagerly, as one formatted from it does
+        remember_text(recorder, float.__repr__(self))
         return self
 
     def live(self) -> bool:

@@ -1,4 +1,6 @@
 """Behaviours that tracing changes, one test each, stating what fusejit does (STYLE.md)."""
+import json
+
 import numpy as np
 import pytest
 
@@ -42,8 +44,11 @@ def test_printing_traced_values_happens_while_tracing_with_numpys_text(capsys):
 @pytest.mark.parametrize("text", [lambda x, lr: str(x[0]), lambda x, lr: repr(x.sum()),
                                   lambda x, lr: f"{x[0]:.2f}", lambda x, lr: f"lr={lr}",
                                   lambda x, lr: "%s!" % x.max().item(),  # noqa: UP031
-                                  lambda x, lr: f"loss={float(x.sum()):.3f}"],
-                         ids=["str", "repr", "format", "f_string", "percent_item", "float"])
+                                  lambda x, lr: f"loss={float(x.sum()):.3f}",
+                                  lambda x, lr: json.dumps({"max": x.max().item()}),
+                                  lambda x, lr: ", ".join(["a", "%r" % (x[1].item(),)])],  # noqa: UP031
+                         ids=["str", "repr", "format", "f_string", "percent_item", "float",
+                              "json_item", "joined_float"])
 def test_a_returned_string_made_from_a_traced_value_runs_eagerly(text):
     def described(x, lr):
         return x * lr, text(x, lr)
