@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from . import creation
+from . import creation, math_view
 from .context import unwrap
 from .loc import classify
 from .side_effects import has_traced
@@ -91,6 +91,9 @@ for default argument arrays."""
         numpy = creation.replacement(value, self.numpy)
         if numpy is not None:
             return numpy
+        maths = math_view.replacement(value)
+        if maths is not None:
+            return maths
         if (type(value) is types.FunctionType and value.__globals__ is module_globals
                 and classify(value.__code__.co_filename) == "user"):
             return self.function(value)

@@ -1,5 +1,6 @@
 """Behaviours that tracing changes, one test each, stating what fusejit does (STYLE.md)."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -592,3 +593,37 @@ def test_a_python_float_argument_is_a_proxy_that_c_code_refuses_with_a_note():
     static = fusejit.compile(_logged_step, static_argnames=("lr",))
     for lr in (0.5, 0.25, 0.5):
         assert_same(_logged_step(np.ones(3), lr), static(np.ones(3), lr))
+
+
+def _metrics(x):
+    loss = (x ** 2).mean().item()
+    if math.isnan(loss):
+        return x * 0, float("nan")
+    return x * math.exp(-loss), math.log(loss)
+
+
+def test_math_functions_of_item_values_are_traced_not_frozen():
+    # math reads a float subclass's plain value in C: exp, log and isnan of loss.item() were
+    # frozen at the trace's value, with no guard
+    compiled = fusejit.compile(_metrics)
+    for scale in (1.0, 2.0, np.nan, 3.0, 0.5):
+        x = np.arange(1.0, 4.0) * scale
+        assert_same(_metrics(x), compiled(x))
+    info = compiled.cache_info()
+    assert info["traces"] == 2 and info["hits"] == 3 and info["eager_calls"] == 0
+
+
+@pytest.mark.parametrize("body, bad, error", [
+    (lambda x: x * math.log(x.min().item()), [0.0, 2.0], ValueError),
+    (lambda x: x * math.exp(x.max().item()), [1.0, 800.0], OverflowError),
+    (lambda x: x * math.sqrt(x.min().item()), [-1.0, 2.0], ValueError),
+    (lambda x: x * math.sin(x.max().item()), [1.0, np.inf], ValueError)],
+    ids=["log", "exp", "sqrt", "sin"])
+def test_math_functions_of_item_values_raise_where_python_raises(body, bad, error):
+    compiled = fusejit.compile(body)
+    for values in ([1.0, 2.0], [3.0, 4.0]):
+        assert_same(body(np.array(values)), compiled(np.array(values)))
+    assert compiled.cache_info()["hits"] == 1
+    for fn in (body, compiled):
+        with pytest.raises(error):
+            fn(np.array(bad))
