@@ -23,7 +23,7 @@ from .tracer import CapturedTracer, Tracer
 
 def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trace:
     out_leaves_raw, out_treedef = flatten(result)
-    concrete = unflatten(out_treedef, [unwrap(leaf) for leaf in out_leaves_raw])
+    concrete = unflatten(out_treedef, [_concrete(leaf) for leaf in out_leaves_raw])
     _check_constants(recorder)
     _check_untraced_results(recorder, out_leaves_raw)
     _check_written(recorder)
@@ -52,6 +52,12 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     graph = Graph(recorder.name, inputs, recorder.nodes, outputs)
     return Trace(graph, concrete, arg_leaves, captures, out_treedef, out_leaves, mutations,
                  recorder.fallback, tuple(recorder.notes), guards, attr_writes)
+
+
+def _concrete(leaf):
+    """The traced call's result: a returned ``TracedText`` as the plain ``str`` eager
+    Python returns (``type(s) is str``)."""
+    return str.__str__(leaf) if isinstance(leaf, TracedText) else unwrap(leaf)
 
 
 def _new_view(value, of) -> bool:
