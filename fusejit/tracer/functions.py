@@ -15,7 +15,7 @@ from .registry import (
     unsupported,
 )
 from .scalars import is_live_float
-from .tracer import Tracer, ViewLink, note_shape_seen, wrap
+from .tracer import Tracer, ViewLink, note_shape_seen, wrap, write
 
 __all__ = ["handle_function"]
 
@@ -276,24 +276,28 @@ def _clip_into(rec, out, a, a_min, a_max):
 
 @implements(np.copyto)
 def _copyto(rec, concrete, dst, src, casting="same_kind", where=True):
-    """``np.copyto(dst, src, where=m)``: ``src`` (cast, broadcast) stored into ``dst`` where
-    ``m`` holds, an in-place write. NumPy has already checked the casting rule and the
-    shapes, and written the concrete value."""
-    from .ufuncs import write_out
+    """``np.copyto(dst, src, where=m)``: recorded as ``dst[...] = where(m, src, dst)``, a
+    ``setitem`` into ``dst``'s buffer (never a view of ``src``). NumPy has already checked
+    the casting rule and the shapes, and written the concrete value."""
+    from .ufuncs import encode_index
     if not isinstance(dst, Tracer) and type(dst) is not np.ndarray:
         raise EagerFallback(f"np.copyto into a {type(dst).__name__}")
-    dtype = dst.dtype
+    dtype, old = dst.dtype, rec.operand(dst)
     if isinstance(src, (Tracer, np.ndarray, list, tuple)) or is_live_float(src):
         value = rec.cast(rec.operand(src), dtype)
     else:   # a scalar, converted as NumPy converts it under ``casting``
-        scratch = np.empty((), dtype)
-        np.copyto(scratch, unwrap(src), casting=casting)
-        value = Lit(scratch[()], dtype)
+        value = rec.materialize(Lit(_scalar_into(src, dtype, casting), dtype))
     if where is not True:
-        if isinstance(value, Lit):
-            value = rec.materialize(value)
-        value = rec.emit("where", [rec.operand(where, np.bool_), value, rec.operand(dst)])
-    write_out(rec, dst, value)
+        value = rec.emit("where", [rec.operand(where, np.bool_), value, old])
+    key, operands = encode_index(rec, Ellipsis)
+    write(rec, dst, rec.emit("setitem", [old, value, *operands], {"key": key}))
+
+
+def _scalar_into(value, dtype, casting):
+    scratch = np.empty((), dtype)
+    with np.errstate(all="ignore"):   # NumPy warned from the user's line already
+        np.copyto(scratch, unwrap(value), casting=casting)
+    return scratch[()]
 
 
 def _like(value_of):

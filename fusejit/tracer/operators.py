@@ -162,7 +162,7 @@ def _method(func):
 for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
               "all", "ravel", "squeeze", "dot", "repeat", "swapaxes", "cumsum", "cumprod",
               "take", "round", "diagonal", "trace", "argsort", "argpartition", "searchsorted",
-              "nonzero", "choose", "conj", "conjugate"):
+              "nonzero", "choose"):
     setattr(Tracer, _name, _method(getattr(np, _name)))
 
 
@@ -198,12 +198,23 @@ Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
 Tracer.clip = lambda self, min=None, max=None, **kwargs: np.clip(self, min, max, **kwargs)
 
 
-def _in_place(function):
-    """``x.sort()``, ``x.partition(k)``: the function's result written into ``x``."""
+def _in_place(name: str, function):
+    """``x.sort()``, ``x.partition(k)``: the function's result written into ``x`` (the method
+    returns None). NumPy's method checks the arguments first, on a copy (``x.sort(axis=None)``
+    raises where ``np.sort`` takes it), and refuses a read-only ``x`` with its own message."""
     def method(self, *args, **kwargs):
+        from .context import unwrap
+        if isinstance(self.value, np.ndarray) and not self.value.flags.writeable:
+            raise ValueError(f"{name} array is read-only")
+        getattr(np.array(self.value), name)(*unwrap(args), **unwrap(kwargs))
         self[...] = function(self, *args, **kwargs)
-    method.__name__ = function.__name__
+    method.__name__ = name
     return method
+
+
+def _conjugate_method(self):
+    """``ndarray.conj``: a complex array's conjugate; a real array itself, as NumPy returns."""
+    return np.conjugate(self) if np.iscomplexobj(self.value) else self
 
 
 def _fill_method(self, value):
@@ -229,8 +240,9 @@ def _view_method(self, *args, **kwargs):
     return Tracer.__getattr__(self, "view")(*args, **kwargs)
 
 
-Tracer.sort = _in_place(np.sort)
-Tracer.partition = _in_place(np.partition)
+Tracer.sort = _in_place("sort", np.sort)
+Tracer.partition = _in_place("partition", np.partition)
+Tracer.conj = Tracer.conjugate = _conjugate_method
 Tracer.fill = _fill_method
 Tracer.view = _view_method
 Tracer.compress = lambda self, condition, axis=None, out=None: np.compress(

@@ -166,7 +166,7 @@ def test_options_without_a_kernel_run_as_numpy_host_ops(source):
 
 @pytest.mark.parametrize("source", [
     "x.round(1) + x", "x.argsort(1)", "x.diagonal() + 1", "x.take([0], 1) * x",
-    "x.take(np.array([4, 1])) + 1", "x.cumprod(1)", "x.trace() * 2", "x.conj() - x",
+    "x.take(np.array([4, 1])) + 1", "x.cumprod(1)", "x.trace() * 2", "(x * 1j).conj() * 2",
     "x.compress([True, False], axis=0) * 2", "x.view() * 2", "x.view(x.dtype) + x",
     "x.view(np.ndarray) + 1", "x[0].searchsorted(x[1] / 2)", "x.argpartition(1, axis=1)",
     "(x + 10).nonzero()[1] + 1"])
@@ -215,6 +215,34 @@ def test_methods_that_write_in_place_compile(fn, extra):
         assert_same(x, mine)     # the argument sorted in place as eagerly
     info = compiled.cache_info()
     assert info["eager_calls"] == 0 and info["hits"] == 2
+
+
+def test_conj_of_a_real_array_is_the_array_itself():
+    def conj_written(x):
+        y = x.conj()
+        y[0] = 100.0          # NumPy: x.conj() is x for a real x, so this writes x
+        return x * 1
+
+    compiled = fusejit.compile(conj_written)
+    for k in range(3):
+        x, mine = np.arange(3.0) + k, np.arange(3.0) + k
+        assert_same(conj_written(x), compiled(mine))
+        assert_same(x, mine)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda x: x.sort(axis=None), "cannot be interpreted as an integer"),
+    (lambda x: x.partition(5), "out of bounds"),
+    (lambda x: x.view(np.float64, np.ndarray, 1), "takes from 0 to 2 positional")])
+def test_methods_refuse_what_numpys_refuse(call, error):
+    compiled = fusejit.compile(call)
+    for fn in (call, compiled):
+        with pytest.raises((TypeError, ValueError), match=error):
+            fn(np.array([3.0, 1.0]))
+    frozen = np.array([3.0, 1.0])
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="sort array is read-only"):
+        fusejit.compile(lambda x: x.sort())(frozen)
 
 
 @pytest.mark.parametrize("source", ["x.real * 2", "round(x.sum())", "round(x.sum(), 1)",
@@ -267,6 +295,24 @@ def test_copyto_into_an_argument_writes_it_back(fn):
         assert_same(fn(x, src), compiled(mine, src))
         assert_same(x, mine)
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+@pytest.mark.parametrize("source", [lambda x, lr: x[::-1], lambda x, lr: x,
+                                    lambda x, lr: lr, lambda x, lr: x[:, None]],
+                         ids=["reversed-view", "broadcast-row", "python-float", "column"])
+def test_copyto_into_a_made_array_is_a_new_array(source):
+    # the value was the stored array itself: a view of x, or a read-only broadcast
+    def filled(x, lr):
+        y = np.zeros((3, 3))
+        np.copyto(y, source(x, lr))
+        return y
+
+    compiled = fusejit.compile(filled)
+    for k in range(3):
+        x = np.arange(3.0) + k
+        want, got = filled(x, 0.5 * k), compiled(x, 0.5 * k)
+        assert_same(want, got)
+        assert got.flags.writeable and not np.shares_memory(got, x)
 
 
 def test_copyto_a_python_float_argument_follows_it():
