@@ -33,8 +33,7 @@ def written_inputs(trace) -> dict[int, int]:
     position = {leaf: p for p, leaf in enumerate(trace.arg_leaves)}
     first_capture = len(trace.arg_leaves)
     read = {guard.output for guard in trace.guards}
-    read.update(leaf.index for leaf in trace.out_leaves
-                if leaf.kind == "value" or leaf.view == "copied")
+    read.update(leaf.index for leaf in trace.out_leaves if leaf.kind == "value")
     read.update(i for write in trace.attr_writes for i in write.outputs)
     return {m.output: position[m.index] if m.target == "arg" else first_capture + m.index
             for m in trace.mutations if m.output not in read}

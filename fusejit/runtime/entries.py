@@ -90,7 +90,7 @@ class CompiledEntry:
         """``run`` as generated straight-line Python, for a trace with no captures, no writes
         back and no attribute rebinding (most of them): one call per replay, no loops."""
         trace = self.trace
-        if trace.captures or trace.mutations or trace.attr_writes:
+        if trace.captures or trace.mutations or trace.attr_writes or self.copied_views:
             return None
         return _straight_run(trace, self.program)
 
@@ -253,14 +253,6 @@ def _straight_run(trace: Trace, program: Program):
                  treedef=trace.out_treedef)
     results = [_output_expression(leaf, position, names)
                for position, leaf in enumerate(trace.out_leaves)]
-    for position, leaf in enumerate(trace.out_leaves):   # views of one copy of an output
-        if leaf.kind == "view" and leaf.view == "copied":
-            copy = f"    c{leaf.index} = argument_view(values[{leaf.index}], 'copy')"
-            if copy not in lines:
-                lines.append(copy)
-            names["argument_view"], names["apply_views"] = argument_view, apply_views
-            names[f"views{position}"] = leaf.views
-            results[position] = f"apply_views(c{leaf.index}, views{position})"
     treedef = trace.out_treedef
     if treedef.flat_tuple and len(results) == len(treedef.children):
         lines.append(f"    return ({''.join(r + ', ' for r in results)})")
@@ -343,13 +335,24 @@ def _output(leaf, values, leaves, captured):
 
 def _take_copied_views(out_leaves, values, results: list) -> None:
     """Results that are views of one copy of an output, made once per call (NumPy copied an
-    array the program's results are views of: ``y.ravel()`` of an F-ordered ``y``)."""
+    array the program's results are views of: ``y.ravel()`` of an F-ordered ``y``); one
+    object where NumPy returned one twice. A device array is handed out as it is."""
     copies: dict = {}
     for position, leaf in enumerate(out_leaves):
-        if leaf.kind == "view" and leaf.view == "copied":
-            if leaf.index not in copies:
-                copies[leaf.index] = argument_view(values[leaf.index], "copy")
-            results[position] = apply_views(copies[leaf.index], leaf.views)
+        if leaf.kind != "view" or leaf.view != "copied":
+            continue
+        own, same = leaf.const
+        base = values[leaf.index]
+        if same != position:
+            results[position] = results[same]
+        elif type(base) is not np.ndarray:
+            results[position] = values[own]
+        else:
+            copy, fresh = copies.get(leaf.index), leaf.index not in copies
+            if fresh:
+                copy = copies[leaf.index] = base.copy()
+            result = apply_views(copy, leaf.views)   # another object that is all of the copy:
+            results[position] = result.view() if result is copy and not fresh else result
 
 
 def _rebind_targets(writes, leaves, owner) -> list | None:

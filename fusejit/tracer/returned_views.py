@@ -123,29 +123,51 @@ def _separated(recorder, leaves: list, results: list, outputs: list) -> tuple:
     producers = {out: node for node in recorder.nodes for out in node.outputs}
     paths = [_view_path(outputs[leaves[position].index], producers)
              for position, _ in results]
-    groups: dict = {}
-    for k, (_, obj) in enumerate(results):
-        owners = groups.setdefault(paths[k][0], {})
-        owners.setdefault(_owner(obj.value), []).append(k)
     inputs = {*recorder.inputs, *(c.var for c in recorder.captures)}
-    for root, owners in groups.items():
-        classes = sorted((sorted(ks, key=lambda k: (len(paths[k][1]), k))
-                          for ks in owners.values()), key=lambda ks: (len(paths[ks[0]][1]), ks))
+    for root, classes in _memory_classes(results, paths).items():
         for members in classes[1:]:
             common = _common_prefix([paths[k][1] for k in members])
             base = common[-1].outputs[0] if common else root
-            if base in inputs:    # a copy each
+            if base in inputs:    # the caller's array: a copy each
                 for k in members:
                     leaves[results[k][0]] = replace(leaves[results[k][0]], view="copy")
                 continue
-            index = next((i for i, v in enumerate(outputs) if v is base), len(outputs))
-            if index == len(outputs):
-                outputs.append(base)
-            for k in members:
-                position = results[k][0]
-                leaves[position] = replace(leaves[position], kind="view", index=index,
-                                           view="copied", views=paths[k][1][len(common):])
+            _copied_class(leaves, results, members, _output_index(base, outputs),
+                          [paths[k][1][len(common):] for k in members])
     return tuple(leaves)
+
+
+def _memory_classes(results: list, paths: list) -> dict:
+    """Root Var -> the results taken from it by views, grouped by the memory NumPy's share
+    (their owner), each group shallowest first, the groups by their shallowest result."""
+    groups: dict = {}
+    for k, (_, obj) in enumerate(results):
+        owners = groups.setdefault(paths[k][0], {})
+        owners.setdefault(_memory_owner(obj.value), []).append(k)
+    depth = lambda k: (len(paths[k][1]), k)
+    return {root: sorted((sorted(members, key=depth) for members in owners.values()),
+                         key=lambda members: depth(members[0]))
+            for root, owners in groups.items()}
+
+
+def _copied_class(leaves: list, results: list, members: list, base: int, views: list) -> None:
+    """Each member: ``views`` of one per-call copy of output ``base``. The leaf keeps its own
+    output (handed out when that output is not a NumPy array, a device array) and the
+    position of the first member that is the same object (``return r, r``: one object)."""
+    first_of: dict = {}
+    for k, member_views in zip(members, views, strict=True):
+        position, obj = results[k]
+        same = first_of.setdefault(id(obj), position)
+        leaves[position] = replace(leaves[position], kind="view", index=base, view="copied",
+                                   views=member_views, const=(leaves[position].index, same))
+
+
+def _output_index(var, outputs: list) -> int:
+    """``var``'s index among the graph outputs, appended when it is not one."""
+    index = next((i for i, v in enumerate(outputs) if v is var), len(outputs))
+    if index == len(outputs):
+        outputs.append(var)
+    return index
 
 
 def _common_prefix(paths: list) -> tuple:
@@ -172,11 +194,12 @@ def _view_path(var, producers) -> tuple:
     return var, tuple(reversed(chain))
 
 
-def _owner(array: np.ndarray) -> int:
-    """id of the object that owns ``array``'s memory."""
-    while isinstance(array.base, np.ndarray):
+def _memory_owner(array: np.ndarray) -> int:
+    """id of the object that owns ``array``'s memory, through every ``base`` (an ndarray's,
+    or the stand-in ``as_strided`` and ``sliding_window_view`` keep)."""
+    while getattr(array, "base", None) is not None:
         array = array.base
-    return id(array if array.base is None else array.base)
+    return id(array)
 
 
 def _written_base(tracer):

@@ -88,3 +88,19 @@ def test_kernels_are_listed_with_source():
     program = compiled.entry_for(*args).paths[0].program
     kinds = {getattr(k, "kind", "?") for k in program.kernels}
     assert "host" in kinds and all(k.source and k.name and k.key for k in program.kernels)
+
+
+def test_results_numpy_made_views_of_one_copy_stay_device_arrays():
+    # the runtime copies such a group on the host (returned_views._separated): a device
+    # array is handed out as it is instead, never given to NumPy's view calls
+    def raveled(x):
+        y = x.T + 0
+        r = y.ravel()
+        return y, r[:3], r[1:]
+
+    compiled = fusejit.compile(raveled, target="cuda")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for _ in range(3):
+        results = compiled(cuda.to_device(x))
+        assert all(hasattr(r, "copy_to_host") for r in results)
+        assert_same(raveled(x), tuple(r.copy_to_host() for r in results), TOLERANCE)

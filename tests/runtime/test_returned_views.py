@@ -137,18 +137,20 @@ def _raveled_copy(x, write):
         x[0, 0] += 1             # a write back: the runtime's general path
     y = x.T + 0                  # F-ordered in NumPy: its ravel is a copy, and its slices views
     r = y.reshape(-1)
-    return {"y": y, "r": r, "r1": r[1:], "r3": r[1:][2:], "a": r[0:3], "b": r[3:6],
-            "yT": y.T, "y1": y[1:]}
+    r1 = r[1:]
+    return {"y": y, "r": r, "r1": r1, "r3": r[1:][2:], "a": r[0:3], "b": r[3:6],
+            "yT": y.T, "y1": y[1:], "again": r[1:]}     # equal to r1, another object
 
 
 @pytest.mark.parametrize("write", [False, True], ids=["plain", "writing"])
 @pytest.mark.parametrize("names", [("y", "r", "r1"), ("r1", "y", "r"), ("y", "r1", "r3"),
                                    ("r3", "r", "y", "r1"), ("r1", "r3", "y"), ("a", "r1", "b"),
-                                   ("yT", "r"), ("y1", "a", "yT", "b", "r"), ("r", "y", "r")])
+                                   ("yT", "r"), ("y1", "a", "yT", "b", "r"), ("r", "y", "r"),
+                                   ("y", "r1", "r1"), ("y", "r1", "again"), ("y", "r", "r1", "r1")])
 def test_results_numpy_made_views_of_one_copy_share_it(names, write):
     def body(x):
         parts = _raveled_copy(x, write)
-        return tuple(parts[name] for name in names)
+        return tuple(parts[name] for name in names)      # a name twice: one object twice
 
     compiled = fusejit.compile(body)
     for k in range(3):
