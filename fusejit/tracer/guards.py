@@ -126,22 +126,35 @@ def _scalar_var(tracer, dtype):
 
 
 def _next_use() -> tuple[str, str]:
-    """What the innermost user frame does with the value being computed: "return",
-    "format" (with the f-string field's format spec) or "other" (read from its bytecode
-    after the current call)."""
+    """What the user's code does with the value being computed: "return" (the traced
+    function returns it), "format" (with the f-string field's format spec) or "other" (read
+    from the bytecode after the current call). A helper that returns the value hands it to
+    its caller: the caller's next instruction decides (``s = rms(x)`` then ``x / s``: "other")."""
     frames = user_frames(2)
-    if not frames:
+    for depth, frame in enumerate(frames):
+        after = _following(frame)
+        names = [i.opname for i in after]
+        if names[:1] == ["RETURN_VALUE"]:
+            if depth == len(frames) - 1:
+                return "return", ""
+            continue
+        if names[:1] == ["FORMAT_VALUE"]:
+            return "format", ""
+        if names == ["LOAD_CONST", "FORMAT_VALUE"] and isinstance(after[0].argval, str):
+            return "format", after[0].argval
         return "other", ""
-    frame = frames[0]
-    after = [i for i in dis.get_instructions(frame.f_code) if i.offset > frame.f_lasti][:2]
-    names = [i.opname for i in after]
-    if names[:1] == ["RETURN_VALUE"]:
-        return "return", ""
-    if names[:1] == ["FORMAT_VALUE"]:
-        return "format", ""
-    if names == ["LOAD_CONST", "FORMAT_VALUE"] and isinstance(after[0].argval, str):
-        return "format", after[0].argval
     return "other", ""
+
+
+def _following(frame) -> list:
+    """The two instructions after the call ``frame`` is in. A specialized 3.11 ``PRECALL``
+    makes the call itself, so the ``CALL`` after it is skipped."""
+    instructions = list(dis.get_instructions(frame.f_code))
+    after = [i for i in instructions if i.offset > frame.f_lasti]
+    current = [i.opname for i in instructions if i.offset == frame.f_lasti]
+    if current == ["PRECALL"] and after[:1] and after[0].opname == "CALL":
+        after = after[1:]
+    return after[:2]
 
 
 def python_float(recorder, var, value: float) -> float:

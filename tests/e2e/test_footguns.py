@@ -508,6 +508,50 @@ def test_item_used_as_a_value_is_traced_not_frozen():
     assert normalise.cache_info()["traces"] == 1
 
 
+def _rms(x):
+    return float(np.sqrt((x ** 2).mean()))     # returned by a helper, not by the body
+
+
+def _normalised(x):
+    scale = _rms(x)
+    return x / scale, scale
+
+
+def _clipped_step(w, g, max_norm):
+    norm = _rms(g)
+    if norm > max_norm:
+        g = g * (max_norm / norm)
+    w -= g
+    return norm
+
+
+def test_float_returned_by_a_helper_is_guarded_in_its_caller():
+    # the helper's `return float(...)` was taken for the body's own: no guard, and the
+    # caller's arithmetic and branch on it were frozen at the first call's value
+    normalised, step = fusejit.compile(_normalised), fusejit.compile(_clipped_step)
+    for k, scale in enumerate((10.0, 10.0, 0.01, 0.02)):
+        x = np.random.default_rng(k).standard_normal(4) * scale
+        assert_same(_normalised(x), normalised(x))
+        w, mine = np.zeros(4), np.zeros(4)
+        assert_same(_clipped_step(w, x, 1.0), step(mine, x, 1.0))
+        assert_same(w, mine)
+
+
+def _mean_as_float(x):
+    loss = (x * 2).mean()
+    return float(loss)
+
+
+def test_float_returned_by_the_body_needs_no_guard_once_python_specialized_it():
+    for _ in range(20):      # CPython 3.11 specializes the call: PRECALL makes it, not CALL
+        _mean_as_float(np.ones(3))
+    compiled = fusejit.compile(_mean_as_float)
+    for k in range(4):
+        x = np.random.default_rng(k).random(5)
+        assert_same(_mean_as_float(x), compiled(x))
+    assert compiled.cache_info()["traces"] == 1
+
+
 def test_branching_on_item_is_guarded():
     @fusejit.compile
     def clip_big(x):
