@@ -34,21 +34,27 @@ _NO_COLUMNS = _line_only(len(_TEMPLATE.co_code) // 2)
 
 
 @functools.lru_cache(maxsize=4096)
-def calling_from(file: str, line: int, name: str):
-    """``call(fn, args, kwargs)`` whose frame is at ``file:line`` in function ``name``."""
+def calling_from(file: str, line: int, name: str, module: str | None = None):
+    """``call(fn, args, kwargs)`` whose frame is at ``file:line`` in function ``name`` of
+    ``module`` (what warning filters by module match; None: the loaded module that is
+    ``file``)."""
     fields = dict(co_filename=file, co_firstlineno=max(int(line), 1), co_name=name)
     if sys.version_info >= (3, 11):
         fields.update(co_qualname=name, co_linetable=_NO_COLUMNS)
     code = _TEMPLATE.replace(**fields)
-    names = {"__name__": _module_name(file), "__builtins__": builtins}
+    names = {"__name__": module or module_of(file), "__builtins__": builtins}
     return types.FunctionType(code, names, name)
 
 
-def _module_name(file: str) -> str:
-    """The name of the loaded module that is ``file`` (what warning filters by module
-    match), else the file's stem."""
+@functools.lru_cache(maxsize=256)
+def module_of(file: str) -> str:
+    """The name of the loaded module that is ``file``, else the file's stem."""
     path = os.path.abspath(file)
     for name, module in list(sys.modules.items()):
-        if getattr(module, "__file__", None) and os.path.abspath(module.__file__) == path:
+        try:
+            found = module.__dict__.get("__file__")
+        except Exception:  # noqa: BLE001 - a lazy module or a stand-in object: not this file
+            continue
+        if isinstance(found, str) and os.path.abspath(found) == path:
             return name
     return os.path.splitext(os.path.basename(file))[0]

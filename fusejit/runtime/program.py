@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, Var, indexing, ops
-from ..located import calling_from
+from ..located import calling_from, module_of
 from ..passes.in_place_updates import caller_donors, last_failure
 from ..passes.in_place_writes import in_place_writes
 from ..passes.plan_memory import view_parents
@@ -225,7 +225,8 @@ def _located_host_call(node: Node, attrs: dict):
     Python code issues (``np.nanmean``: "Mean of empty slice") names that line on every
     replay, as eagerly, and a traceback through it shows it."""
     loc, fn, spec = node.loc, attrs["fn"], attrs["spec"]
-    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>")
+    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
+                       module_of(loc.file))
 
     def call(*values):
         args, kwargs = ops.host_arguments(values, spec)

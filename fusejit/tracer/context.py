@@ -353,8 +353,9 @@ def _compute(compute, recorder, args, kwargs):
         recorder.set_fallback(fperrors.FILTER_REASON)
     frames = user_frames(3)
     if frames:
-        code = frames[0].f_code
-        via = calling_from(code.co_filename, frames[0].f_lineno, code.co_name)
+        frame = frames[0]
+        via = calling_from(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name,
+                           frame.f_globals.get("__name__"))
         concrete, messages = fperrors.collecting(via, compute, unwrap(args), unwrap(kwargs))
     else:
         concrete, messages = fperrors.collecting(compute, *unwrap(args), **unwrap(kwargs))
