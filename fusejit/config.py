@@ -24,13 +24,8 @@ def progress() -> bool | None:
         return False
     if env in ("1", "on", "yes", "true"):
         return True
-    _warn_once(f"FUSEJIT_PROGRESS={env!r} is not 0 or 1: ignored")
+    logging.getLogger("fusejit").warning("FUSEJIT_PROGRESS=%r is not 0 or 1: ignored", env)
     return None
-
-
-@functools.cache
-def _warn_once(message: str) -> None:
-    logging.getLogger("fusejit").warning(message)
 
 
 def vector_bits() -> int | None:

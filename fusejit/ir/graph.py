@@ -41,7 +41,11 @@ class Lit:
     def __post_init__(self):
         dtype = np.dtype(self.dtype)
         object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "value", dtype.type(self.value))
+        if dtype.kind == "f" and dtype.itemsize < 8:   # 1e40 as f32: NumPy warned already,
+            with np.errstate(all="ignore"):            # from the user's line
+                object.__setattr__(self, "value", dtype.type(self.value))
+        else:
+            object.__setattr__(self, "value", dtype.type(self.value))
 
     @property
     def type(self) -> TensorType:

@@ -397,7 +397,9 @@ def _note_float_proxies(exc: BaseException, leaves) -> None:
     traced as a proxy: C code's exact type checks refuse it, with messages that name
     ``float`` (``Object of type float is not JSON serializable``) and puzzle the user."""
     import pickle
+    text = str(exc)
     if isinstance(exc, (TypeError, pickle.PicklingError)) and hasattr(exc, "add_note") and \
+            ("float" in text or "Tracer" in text or isinstance(exc, pickle.PicklingError)) and \
             any(type(leaf) is float for leaf in leaves):
         exc.add_note(FLOAT_PROXY_NOTE)
 

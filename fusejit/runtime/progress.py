@@ -1,7 +1,9 @@
 """A progress line on stderr while a program's first run compiles its kernels.
 
 Shown when compiling has already taken more than a second and stderr is a terminal
-(``FUSEJIT_PROGRESS=0`` never, ``=1`` whatever stderr is)."""
+(``FUSEJIT_PROGRESS=0`` never, ``=1`` whatever stderr is). On a terminal the line is redrawn
+in place; elsewhere (a CI log) two plain lines say that compiling started and how long it
+took."""
 from __future__ import annotations
 
 import sys
@@ -18,28 +20,30 @@ class Progress:
         self.stream = stream or sys.stderr
         self.started = time.perf_counter()
         self.shown = False
-
-    def enabled(self) -> bool:
+        terminal = bool(getattr(self.stream, "isatty", lambda: False)())
         chosen = config.progress()
-        if chosen is not None:
-            return chosen
-        return bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = terminal if chosen is None else chosen
+        self.redraw = terminal
 
     def step(self, what: str = "") -> None:
         self.done += 1
-        if not self.enabled() or time.perf_counter() - self.started < DELAY_S:
+        if not self.enabled or time.perf_counter() - self.started < DELAY_S:
             return
-        width = 24
-        filled = width * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (width - filled)
-        self.stream.write(f"\rfusejit: compiling {self.label} [{bar}] "
-                          f"{self.done}/{self.total} {what[:30]:<30}")
+        if self.redraw:
+            width = 24
+            filled = width * self.done // max(self.total, 1)
+            bar = "#" * filled + "." * (width - filled)
+            self.stream.write(f"\rfusejit: compiling {self.label} [{bar}] "
+                              f"{self.done}/{self.total} {what[:30]:<30}")
+        elif not self.shown:
+            self.stream.write(f"fusejit: compiling {self.label} ({self.total} kernels)\n")
         self.stream.flush()
         self.shown = True
 
     def close(self) -> None:
         if self.shown:
             elapsed = time.perf_counter() - self.started
-            self.stream.write(f"\rfusejit: compiled {self.label} in {elapsed:.1f} s"
-                              + " " * 50 + "\n")
+            start, pad = ("\r", " " * 50) if self.redraw else ("", "")
+            self.stream.write(f"{start}fusejit: compiled {self.label} in {elapsed:.1f} s"
+                              f"{pad}\n")
             self.stream.flush()

@@ -220,7 +220,8 @@ def _conjugate_method(self):
 def _fill_method(self, value):
     """``ndarray.fill``: one scalar, NumPy's error for anything else."""
     from .context import unwrap
-    np.empty(0, self.dtype).fill(unwrap(value))
+    with np.errstate(all="ignore"):   # checks only: NumPy warns from the user's line below
+        np.empty(0, self.dtype).fill(unwrap(value))
     self[...] = value
 
 

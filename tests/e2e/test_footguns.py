@@ -634,6 +634,10 @@ def test_a_python_float_argument_is_a_proxy_that_c_code_refuses_with_a_note():
     notes = "\n".join(getattr(raised.value, "__notes__", []))
     assert "a Python float argument is a proxy" in notes and "static_argnames" in notes
     assert f"raised at {__file__}:" in notes          # the user's line, not json's
+    unrelated = fusejit.compile(lambda x, lr: np.zeros(x.shape, dtype="no-such-dtype") * lr)
+    with pytest.raises(TypeError, match="no-such-dtype") as raised:
+        unrelated(np.ones(3), 0.5)
+    assert "argument is a proxy" not in "\n".join(getattr(raised.value, "__notes__", []))
     static = fusejit.compile(_logged_step, static_argnames=("lr",))
     for lr in (0.5, 0.25, 0.5):
         assert_same(_logged_step(np.ones(3), lr), static(np.ones(3), lr))

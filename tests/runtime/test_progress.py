@@ -58,6 +58,20 @@ def test_fusejit_progress_switches_the_line(monkeypatch, value, on_terminal, on_
     assert bool(_shown(io.StringIO())) is on_pipe
 
 
+def test_progress_in_a_log_is_two_plain_lines(monkeypatch):
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    monkeypatch.setenv("FUSEJIT_PROGRESS", "1")
+    log = io.StringIO()
+    bar = progress.Progress(3, "block", log)
+    for name in ("k0_add", "k1_sum", "k2_mul"):
+        bar.step(name)
+    bar.close()
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue() and len(lines) == 2
+    assert lines[0] == "fusejit: compiling block (3 kernels)"
+    assert lines[1].startswith("fusejit: compiled block in ")
+
+
 def test_fusejit_progress_warns_about_a_value_it_does_not_know(monkeypatch, caplog):
     monkeypatch.setattr(progress, "DELAY_S", 0.0)
     monkeypatch.setenv("FUSEJIT_PROGRESS", "sometimes")
