@@ -24,8 +24,9 @@ import types
 import numpy as np
 
 from .context import surface
-from .guards import add_guard
+from .guards import add_guard, live
 from .scalars import TracedFloat, lower
+from .tracer import Tracer
 
 PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
 UFUNCS = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log2": np.log2,
@@ -41,6 +42,16 @@ OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh"})   # OverflowError for a 
 
 def _live(value) -> bool:
     return isinstance(value, TracedFloat) and value.live()
+
+
+def _float_tracer(value):
+    """The weak-float64 proxy of a traced Python float (an ``.item()`` value, or a float
+    argument), else None."""
+    if _live(value):
+        return value.tracer
+    if isinstance(value, Tracer) and type(value.value) is float and live(value):
+        return value
+    return None
 
 
 def _plain(value):
@@ -59,20 +70,19 @@ def _wrapped(function):
 
     @functools.wraps(function)
     def call(*args, **kwargs):
-        if len(args) == 1 and not kwargs and _live(args[0]):
-            if predicate is not None:
-                return bool(predicate(args[0].tracer))
-            if ufunc is not None:
-                return _traced(function, ufunc, args[0])
+        traced = _float_tracer(args[0]) if len(args) == 1 and not kwargs else None
+        if traced is not None and predicate is not None:
+            return bool(predicate(traced))
+        if traced is not None and ufunc is not None:
+            return _traced(function, ufunc, traced)
         return function(*(_plain(a) for a in args), **{k: _plain(v) for k, v in kwargs.items()})
     return call
 
 
-def _traced(function, ufunc, value):
-    """``function(value)`` computed by Python (it raises where it raises eagerly), recorded
-    as ``ufunc``; the argument guarded inside the domain where Python returns."""
+def _traced(function, ufunc, t):
+    """``function(t)`` computed by Python (it raises where it raises eagerly), recorded as
+    ``ufunc``; the argument guarded inside the domain where Python returns."""
     from .ufuncs import record_ufunc
-    t = value.tracer
     record = lambda rec, concrete, x: record_ufunc(rec, concrete, ufunc, (x,), weak=True)
     result = surface(function, record, (t,), {})
     name, rec = function.__name__, t.recorder

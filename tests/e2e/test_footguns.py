@@ -661,6 +661,21 @@ def test_math_functions_of_item_values_are_traced_not_frozen():
     assert info["traces"] == 2 and info["hits"] == 3 and info["eager_calls"] == 0
 
 
+def _bias_corrected(x, lr, beta2):
+    return x * (lr * math.sqrt(1 - beta2) / math.log1p(lr))
+
+
+def test_math_functions_of_python_float_arguments_are_traced():
+    # math.sqrt(lr) read the argument's exact value: every new lr traced again
+    compiled = fusejit.compile(_bias_corrected)
+    for lr, beta2 in ((0.1, 0.999), (0.2, 0.99), (0.05, 0.9)):
+        assert_same(_bias_corrected(np.ones(2), lr, beta2), compiled(np.ones(2), lr, beta2))
+    assert compiled.cache_info()["traces"] == 1
+    for fn in (_bias_corrected, compiled):
+        with pytest.raises(ValueError, match="math domain error"):
+            fn(np.ones(2), 0.1, 2.0)
+
+
 @pytest.mark.parametrize("body, bad, error", [
     (lambda x: x * math.log(x.min().item()), [0.0, 2.0], ValueError),
     (lambda x: x * math.exp(x.max().item()), [1.0, 800.0], OverflowError),
