@@ -79,8 +79,17 @@ def python_float_into(value, dtype) -> np.ndarray:
     return out
 
 
+def _float_scalar(value) -> bool:
+    """A Python float or a NumPy float scalar (not a 0-d array): NumPy stores it into an
+    integer array through Python's ``int``, raising where a cast would wrap."""
+    return isinstance(value, Tracer) and (value.weak or (
+        type(value.value) is not np.ndarray and np.dtype(value.dtype).kind == "f"))
+
+
 def _record_setitem(rec, concrete, tracer, key, value):
-    if isinstance(value, Tracer) and value.weak and tracer.dtype.kind in "iu":
+    from .scalars import lift
+    value = lift(value)      # an ``.item()`` value: its proxy
+    if _float_scalar(value) and tracer.dtype.kind in "iu":
         from .host import record_host
         converted = python_float_into(value.value, tracer.dtype)
         value = record_host(rec, converted, python_float_into, "python_float_into",

@@ -724,3 +724,28 @@ def test_a_python_int_out_of_an_unsigned_arrays_range_follows_numpy(body, monkey
         assert_same(body(a), compiled(a))
     with pytest.raises(OverflowError, match="300 out of bounds for uint8"):
         fusejit.compile(lambda a: a + 300)(np.arange(5, dtype=np.uint8))
+
+
+def _fill_with_item(x, y):
+    x.fill(y[0].item())               # a Python float into an integer array
+
+
+def _store_scalar(x, y):
+    x[0] = y[0]                       # a NumPy float scalar (not a 0-d array)
+
+
+def _store_sum(x, y):
+    x[...] = y.sum()
+
+
+@pytest.mark.parametrize("store", [_fill_with_item, _store_scalar, _store_sum])
+def test_float_scalars_stored_into_integers_raise_where_numpy_raises(store):
+    # NumPy converts a float scalar through Python's int: 630 into int8 and NaN raise; the
+    # replays cast instead and stored 118 and INT_MIN
+    compiled = fusejit.compile(store)
+    for value, dtype in ((1.5, np.int8), (2.5, np.int8), (630.0, np.int8), (np.nan, np.int64)):
+        mine, theirs = np.zeros(3, dtype), np.zeros(3, dtype)
+        want, got = _outcome(store, theirs, np.array([value])), \
+            _outcome(compiled, mine, np.array([value]))
+        assert want[0] == got[0]
+        assert_same(theirs, mine)
