@@ -185,7 +185,8 @@ def to_float(tracer) -> float:
         if live(tracer):
             add_guard(tracer.recorder, tracer.ir_var, "float", value)
         return value
-    return python_float(tracer.recorder, _scalar_var(tracer, np.float64), tracer.value)
+    value = float(tracer.value)   # NumPy's TypeError for an array of another size than 1
+    return python_float(tracer.recorder, _scalar_var(tracer, np.float64), value)
 
 
 def guard_divisor(ufunc, divisor) -> None:

@@ -38,6 +38,7 @@ DOMAINS = {   # where Python's function returns (NaN passes through every one)
     "sqrt": lambda t: (t >= 0) | np.isnan(t), "sin": lambda t: ~np.isinf(t),
     "cos": lambda t: ~np.isinf(t), "tan": lambda t: ~np.isinf(t)}
 OVERFLOWS = frozenset({"exp", "expm1", "sinh", "cosh"})   # OverflowError for a finite input
+ITERABLES = frozenset({"fsum", "prod"})                    # take one iterable of numbers
 
 
 def _live(value) -> bool:
@@ -75,6 +76,8 @@ def _wrapped(function):
             return bool(predicate(traced))
         if traced is not None and ufunc is not None:
             return _traced(function, ufunc, traced)
+        if name in ITERABLES and args and type(args[0]) not in (list, tuple):
+            args = (list(args[0]), *args[1:])     # a generator or a dict view, read once
         return function(*(_plain(a) for a in args), **{k: _plain(v) for k, v in kwargs.items()})
     return call
 

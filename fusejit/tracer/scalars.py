@@ -198,6 +198,28 @@ for _name, (_py_op, _ufunc) in _COMPARE.items():
     setattr(TracedFloat, f"__{_name}__", _compare(_py_op, _ufunc))
 
 
+def _divmod(self, other):
+    """``divmod(v, d)``: ``(v // d, v % d)``, Python's definition, each traced."""
+    return self // other, self % other
+
+
+def _rdivmod(self, other):
+    return other // self, other % self
+
+
+def _exact(name: str):
+    """A float method that reads the exact value (``v.hex()``, ``v.is_integer()``): guarded."""
+    method = getattr(float, name)
+    return lambda self, *args: method(self._guard(), *args)
+
+
+TracedFloat.__divmod__, TracedFloat.__rdivmod__ = _divmod, _rdivmod
+TracedFloat.real = property(lambda self: self)          # the value itself, still traced
+TracedFloat.conjugate = lambda self: self
+for _name in ("is_integer", "as_integer_ratio", "hex", "__getnewargs__"):
+    setattr(TracedFloat, _name, _exact(_name))
+
+
 def is_live_float(value) -> bool:
     """A Python float argument's proxy, still recording."""
     return isinstance(value, TracedFloat) and value.live()

@@ -7,6 +7,7 @@ subnormal results to zero.
 """
 from __future__ import annotations
 
+import math
 import operator
 import warnings
 
@@ -749,3 +750,24 @@ def test_float_scalars_stored_into_integers_raise_where_numpy_raises(store):
             _outcome(compiled, mine, np.array([value]))
         assert want[0] == got[0]
         assert_same(theirs, mine)
+
+
+def _float_methods(x):
+    v = x[0].item()
+    return (divmod(v, 0.7)[0], divmod(2.0, v)[1], v.real, v.conjugate(), v.is_integer(),
+            v.as_integer_ratio()[0], v.hex(), math.fsum(x[i].item() for i in range(2)))
+
+
+def test_methods_of_item_values_are_traced_or_guarded():
+    # float's own methods read the C value: divmod, .real and .hex() were frozen
+    compiled = fusejit.compile(_float_methods)
+    for first, second in ((1.5, 2.0), (3.25, 0.5), (2.0, 4.0)):
+        x = np.array([first, second])
+        assert _float_methods(x) == compiled(x)
+
+
+def test_float_of_an_array_of_several_elements_raises_numpys_type_error():
+    compiled = fusejit.compile(lambda x: float(x[:2]))
+    for fn in (lambda x: float(x[:2]), compiled):
+        with pytest.raises(TypeError, match="only 0-dimensional arrays"):
+            fn(np.arange(3.0))
