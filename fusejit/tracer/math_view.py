@@ -115,3 +115,17 @@ def replacement(value):
                                                                      None) is value:
         return getattr(math_view(), value.__name__)
     return None
+
+
+def traced_builtins(real) -> dict:
+    """The builtins of a traced copy: ``real``'s (a module or its dict), with ``__import__``
+    giving ``math_view()`` for ``math`` (``import math`` or ``from math import exp`` inside
+    the body)."""
+    names = dict(real if isinstance(real, dict) else vars(real))
+    importer = names["__import__"]
+
+    def traced_import(name, globals=None, locals=None, fromlist=(), level=0):
+        module = importer(name, globals, locals, fromlist, level)
+        return math_view() if module is math else module
+    names["__import__"] = traced_import
+    return names

@@ -39,6 +39,10 @@ class Overlay(dict):
         super().__init__(real)
         self.real, self.copies = real, copies
         self.before, self.replaced = dict(real), {}
+        if "__builtins__" in real:   # read by CPython directly when it makes a function
+            builtins = math_view.traced_builtins(real["__builtins__"])
+            dict.__setitem__(self, "__builtins__", builtins)
+            self.replaced["__builtins__"] = builtins
 
     def __getitem__(self, key):
         value = dict.__getitem__(self, key)   # a KeyError makes CPython look in the builtins

@@ -661,6 +661,19 @@ def test_math_functions_of_item_values_are_traced_not_frozen():
     assert info["traces"] == 2 and info["hits"] == 3 and info["eager_calls"] == 0
 
 
+def _local_import(x):
+    import math as m  # imported inside the body
+    from math import sqrt
+    return m.exp(-x[0].item()) + sqrt(x[1].item())
+
+
+def test_math_imported_inside_the_body_is_traced_too():
+    compiled = fusejit.compile(_local_import)
+    for values in ([1.0, 4.0], [2.0, 9.0], [0.5, 16.0]):
+        assert_same(_local_import(np.array(values)), compiled(np.array(values)))
+    assert compiled.cache_info()["traces"] == 1
+
+
 def _bias_corrected(x, lr, beta2):
     return x * (lr * math.sqrt(1 - beta2) / math.log1p(lr))
 
