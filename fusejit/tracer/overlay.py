@@ -129,7 +129,7 @@ for default argument arrays."""
         defaults = func.__defaults__ or ()
         steps = [(("attr", "__defaults__"), ("item", i)) for i in range(len(defaults))]
         return tuple(self.swaps.proxy(value, (("object", func), step, func.__name__))
-                     if proxyable(value) else value
+                     if proxyable(value) else math_view.replacement(value) or value
                      for value, step in zip(defaults, steps, strict=True)) or None
 
     def _kwdefaults(self, func):
@@ -145,6 +145,9 @@ for default argument arrays."""
             value = cell.cell_contents
         except ValueError:      # an empty cell (a name assigned later in the enclosing function)
             return cell
+        maths = math_view.replacement(value)
+        if maths is not None:       # ``exp = math.exp`` in the enclosing function
+            return types.CellType(maths)
         if not proxyable(value):
             self.swaps.swap(value, (("cell", cell), (), name))
             return cell

@@ -667,10 +667,24 @@ def _local_import(x):
     return m.exp(-x[0].item()) + sqrt(x[1].item())
 
 
-def test_math_imported_inside_the_body_is_traced_too():
-    compiled = fusejit.compile(_local_import)
+def _default_exp(x, exp=math.exp):
+    return exp(-x[0].item())
+
+
+def _closure_sqrt():
+    root = math.sqrt
+
+    def body(x):
+        return root(x[1].item())
+    return body
+
+
+@pytest.mark.parametrize("body", [_local_import, _default_exp, _closure_sqrt()],
+                         ids=["local-import", "default", "closure"])
+def test_math_imported_inside_the_body_or_held_by_it_is_traced_too(body):
+    compiled = fusejit.compile(body)
     for values in ([1.0, 4.0], [2.0, 9.0], [0.5, 16.0]):
-        assert_same(_local_import(np.array(values)), compiled(np.array(values)))
+        assert_same(body(np.array(values)), compiled(np.array(values)))
     assert compiled.cache_info()["traces"] == 1
 
 
