@@ -218,10 +218,16 @@ def _conjugate_method(self):
 
 
 def _fill_method(self, value):
-    """``ndarray.fill``: one scalar, NumPy's error for anything else."""
+    """``ndarray.fill``: one scalar, NumPy's error for anything else. A value that is not
+    traced is converted as NumPy's ``fill`` converts it (``x.fill("1.5")``)."""
     from .context import unwrap
+    from .scalars import TracedFloat
     with np.errstate(all="ignore"):   # checks only: NumPy warns from the user's line below
         np.empty(0, self.dtype).fill(unwrap(value))
+    if not isinstance(value, (Tracer, TracedFloat)) and isinstance(value, (str, bytes)):
+        converted = np.empty((), self.dtype)
+        converted.fill(value)
+        value = converted[()]
     self[...] = value
 
 

@@ -204,8 +204,14 @@ def _view_written_through(x):
     return y, z
 
 
+def _fill_argument_with_text(x):
+    x.fill("1.5")               # NumPy converts the text; it raised UnsupportedError after
+    return x * 2                # writing into x
+
+
 @pytest.mark.parametrize("fn, extra", [(_sort_rows_in_place, ()), (_partition_made_array, ()),
-                                       (_fill_made_array, (2.5,)), (_view_written_through, ())])
+                                       (_fill_made_array, (2.5,)), (_view_written_through, ()),
+                                       (_fill_argument_with_text, ())])
 def test_methods_that_write_in_place_compile(fn, extra):
     compiled = fusejit.compile(fn)
     for k in range(3):
