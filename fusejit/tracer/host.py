@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import EagerFallback
 from ..ir import TensorType
-from .context import surface
+from .context import surface, unwrap
 from .guards import add_guard
 from .tracer import Tracer, wrap
 
@@ -85,6 +85,8 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
     reason = refusal(fn, name)
     if reason is not None:
         raise EagerFallback(reason)
+    if kwargs.get("out") is not None:
+        return _record_into_out(rec, fn, name, args, kwargs, data_dependent)
     results = _results(concrete)
     template = _Template(rec)
     spec = (template.encode(tuple(args)), template.encode(dict(kwargs)))
@@ -99,6 +101,26 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
     if isinstance(concrete, (tuple, list)):
         return _same_container(concrete, proxies)
     return proxies[0]
+
+
+def _record_into_out(rec, fn, name, args, kwargs, data_dependent):
+    """``np.take(x, i, out=o)``, ``x.round(1, out=o)``: the call without ``out=`` as a host
+    op, then a traced write of its result into ``o``, which is returned (NumPy returns
+    ``out`` itself). Where NumPy's result without ``out=`` has another dtype or shape than
+    ``o`` (it may then compute in ``o``'s dtype), the signature runs eagerly."""
+    from .ufuncs import write_out
+    out = kwargs["out"]
+    target = out[0] if type(out) is tuple and len(out) == 1 else out
+    if not isinstance(target, Tracer) and type(target) is not np.ndarray:
+        raise EagerFallback(f"{name} with out= of type {type(target).__name__}")
+    rest = {k: v for k, v in kwargs.items() if k != "out"}
+    fresh = fn(*unwrap(args), **unwrap(rest))
+    value = target.value if isinstance(target, Tracer) else target
+    if not isinstance(fresh, np.ndarray) or (fresh.dtype, fresh.shape) != (value.dtype,
+                                                                            value.shape):
+        raise EagerFallback(f"{name} with out= of another dtype or shape than its result")
+    result = record_host(rec, fresh, fn, name, args, rest, data_dependent)
+    return write_out(rec, target, result.ir_var)
 
 
 def _note_views(rec, results, name, args, kwargs) -> None:
