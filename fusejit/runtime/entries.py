@@ -348,11 +348,14 @@ def _take_copied_views(out_leaves, values, results: list) -> None:
         elif type(base) is not np.ndarray:
             results[position] = values[own]
         else:
-            copy, fresh = copies.get(leaf.index), leaf.index not in copies
+            fresh = leaf.index not in copies
             if fresh:
-                copy = copies[leaf.index] = base.copy()
-            result = apply_views(copy, leaf.views)   # another object that is all of the copy:
-            results[position] = result.view() if result is copy and not fresh else result
+                copies[leaf.index] = base.copy()
+            copy = copies[leaf.index]
+            result = apply_views(copy, leaf.views)
+            if result is copy and not fresh:   # another result that is all of the copy
+                result = copy.view()
+            results[position] = result
 
 
 def _rebind_targets(writes, leaves, owner) -> list | None:

@@ -25,7 +25,8 @@ class OutputLeaf:
     index: int = 0
     scalar: bool = False
     pyfloat: bool = False  # the runtime returns float(v): a Python float left the body
-    const: object = None
+    const: object = None   # "const": the value; "view"/"copied": (own output, position of
+    #                        the first result that is the same object)
     pyint: bool = False    # the runtime returns int(v)
     pybool: bool = False   # the runtime returns bool(v): Python floats compared
     view: str = ""         # "arg", "value": "" the array itself, "rw"/"ro" a new (read-only)
