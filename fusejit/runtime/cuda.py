@@ -169,7 +169,10 @@ class CudaProgram:
                     arrays.is_device_array(inputs[positions[value]]) == on_device:
                 results.append(inputs[positions[value]])
             elif on_device:
-                results.append(self._value(value, env, stream))
+                result = self._value(value, env, stream)
+                if isinstance(value, Var) and tuple(result.shape) != value.type.shape:
+                    result = result.reshape(value.type.shape)   # a 0-d array went up (1,)
+                results.append(result)
             else:
                 results.append(self._host_value(value, env, stream))
         stream.synchronize()

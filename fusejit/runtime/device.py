@@ -48,5 +48,13 @@ def copy_into(target, value) -> None:
 def to_device(tree):
     from numba import cuda
     leaves, treedef = flatten(tree)
-    return unflatten(treedef, [cuda.to_device(leaf) if isinstance(leaf, np.ndarray) else leaf
-                               for leaf in leaves])
+    return unflatten(treedef, [cuda.to_device(_transferable(leaf))
+                               if isinstance(leaf, np.ndarray) else leaf for leaf in leaves])
+
+
+def _transferable(array: np.ndarray) -> np.ndarray:
+    """A result the traced call made as a strided view (``x[::-1]``) goes up as a contiguous
+    copy: CUDA transfers contiguous buffers only."""
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        return array
+    return np.ascontiguousarray(array)

@@ -104,3 +104,23 @@ def test_results_numpy_made_views_of_one_copy_stay_device_arrays():
         results = compiled(cuda.to_device(x))
         assert all(hasattr(r, "copy_to_host") for r in results)
         assert_same(raveled(x), tuple(r.copy_to_host() for r in results), TOLERANCE)
+
+
+@pytest.mark.parametrize("body", [lambda a, b: a @ b, lambda a, b: a[1] * b[2] + np.median(a)],
+                         ids=["dot", "host-median"])
+def test_a_0d_result_of_device_inputs_is_a_scalar_on_every_call(body):
+    # a 0-d host result went up as shape (1,) and came back as a (1,) device array
+    compiled = fusejit.compile(body, target="cuda")
+    a = np.arange(5, dtype=np.float32)
+    for _ in range(3):
+        got = compiled(cuda.to_device(a), cuda.to_device(a))
+        assert np.shape(got) == () and not hasattr(got, "copy_to_host")
+        assert_same(body(a, a), got, TOLERANCE)
+
+
+def test_a_strided_view_result_of_device_inputs_on_the_traced_call():
+    # the traced call's result went to the device as it was: CUDA refuses a strided buffer
+    compiled = fusejit.compile(lambda x: x[::-1, ::2], target="cuda")
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    for _ in range(3):
+        assert_same(x[::-1, ::2], compiled(cuda.to_device(x)).copy_to_host(), TOLERANCE)
