@@ -130,7 +130,7 @@ class CompiledFunction:
             if tree.eager is not None and result is not RETRACE:
                 tree.eager.calls += 1
                 self._stats["eager_calls"] += 1
-                return fn(*args, **kwargs)
+                return _eager_call(fn, args, kwargs)
         return self._trace_and_compile(fn, key, leaves, args, kwargs, tried)
 
     def _hit(self, tree, result, args, kwargs):
@@ -155,7 +155,7 @@ class CompiledFunction:
     def _run_eager(self, fn, args, kwargs, reason):
         log.info("%s runs eagerly: %s", self.__qualname__, reason)
         self._stats["eager_calls"] += 1
-        return fn(*args, **kwargs)
+        return _eager_call(fn, args, kwargs)
 
     def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=0):
         with _TRACING, self._lock:
@@ -227,7 +227,7 @@ class CompiledFunction:
                      "calls run eagerly", self.__qualname__)
         self._stats["aliased_calls"] += 1
         self._stats["eager_calls"] += 1
-        return fn(*args, **kwargs)
+        return _eager_call(fn, args, kwargs)
 
     def _too_many_paths(self, tree, fn, args, kwargs):
         if tree.eager is None:
@@ -236,7 +236,7 @@ class CompiledFunction:
                         tree.eager.reason)
         tree.eager.calls += 1
         self._stats["eager_calls"] += 1
-        return fn(*args, **kwargs)
+        return _eager_call(fn, args, kwargs)
 
     def _too_many_paths_reason(self, tree) -> str:
         if tree.replay_errors:  # not only branches: replays raised, and each traced again
@@ -354,12 +354,29 @@ def _captures_changed(path, recorded) -> bool:
     return len(old) == len(new) and old != new
 
 
+def _eager_call(fn, args, kwargs):
+    """The plain body. NumPy code cannot run on device arrays: given some, it runs on host
+    copies, each copied back after (the body may have written into any), and its results go
+    to the device."""
+    host_args, host_kwargs, on_device = host_copies(args, kwargs)
+    if not on_device:
+        return fn(*args, **kwargs)
+    result = fn(*host_args, **host_kwargs)
+    leaves, host_leaves = flatten((args, kwargs))[0], flatten((host_args, host_kwargs))[0]
+    for index in on_device:
+        copy_into(leaves[index], host_leaves[index])
+    return to_device(result)
+
+
 def _back_to_device(recorded, host_tree, leaves, on_device):
     """The body ran on host copies of device arrays: replay its writes and return device data."""
     host_leaves = flatten(host_tree)[0]
-    for mutation in recorded.mutations:
-        if mutation.target == "arg" and mutation.index in on_device:
-            copy_into(leaves[mutation.index], host_leaves[mutation.index])
+    if recorded.fallback is not None:   # no recorded writes: any argument may have changed
+        written = set(on_device)
+    else:
+        written = {m.index for m in recorded.mutations if m.target == "arg"} & set(on_device)
+    for index in sorted(written):
+        copy_into(leaves[index], host_leaves[index])
     return to_device(recorded.result)
 
 

@@ -124,3 +124,17 @@ def test_a_strided_view_result_of_device_inputs_on_the_traced_call():
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
     for _ in range(3):
         assert_same(x[::-1, ::2], compiled(cuda.to_device(x)).copy_to_host(), TOLERANCE)
+
+
+def test_a_signature_that_runs_eagerly_writes_into_its_device_arguments():
+    # the body ran on the device arrays themselves (trace: on host copies, never copied back)
+    def transposed_update(x):
+        y = x.T          # an in-place write into a view fusejit does not replay: eager
+        y += 1
+
+    compiled = fusejit.compile(transposed_update, target="cuda")
+    for _ in range(3):
+        d = cuda.to_device(np.zeros((2, 3), np.float32))
+        compiled(d)
+        np.testing.assert_array_equal(d.copy_to_host(), np.ones((2, 3), np.float32))
+    assert compiled.cache_info()["eager_calls"] >= 2
