@@ -38,7 +38,12 @@ def vector_bits() -> int | None:
         return int(env)
     if env:
         raise ValueError(f"FUSEJIT_VECTOR_BITS={env!r}: expected 256 or 512")
-    return 512 if "+avx512f" in _cpu_features().split(",") else None
+    return 512 if cpu_has("avx512f") else None
+
+
+def cpu_has(feature: str) -> bool:
+    """Whether the CPU Numba compiles for has ``feature`` (LLVM's name: ``avx512f``, ``fma``)."""
+    return f"+{feature}" in _cpu_features().split(",")
 
 
 @functools.cache

@@ -37,11 +37,18 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
+from .. import config
+
 _inline = numba.njit(inline="always", fastmath=False, error_model="numpy")
 
 # Horner steps as fused multiply-adds (one rounding each, one instruction) where the CPU has
 # them; elsewhere llvm.fma would become a libm call per element.
 _HAS_FMA = bool(llvm.get_host_cpu_features().get("fma"))
+# AVX-512's vscalefps/vscalefpd multiply by 2**k with one rounding, overflow and subnormal
+# results included, and keep NaN: LLVM lowers llvm.ldexp to them. Elsewhere ldexp is a libm
+# call per element, and exp scales through the exponent bits instead (``_scale_f32``,
+# ``_scale_pow2``: 8 to 10 instructions where vscalef is 3 with its conversions).
+_HAS_SCALEF = config.cpu_has("avx512f")
 
 _I64 = ir.IntType(64)
 _MANTISSA_BITS = 52
@@ -127,6 +134,46 @@ def _scale_f32(typingctx, p, shifted):
                                 ir.Constant(ir.FloatType(), 2.0))
         return builder.fmul(builder.bitcast(bits, ir.FloatType()), factor)
     return types.float32(types.float32, types.float32), codegen
+
+
+def _ldexp_ir(builder, value, k_int):
+    kind = value.type
+    fnty = ir.FunctionType(kind, [kind, k_int.type])
+    name = f"llvm.ldexp.{'f32' if kind == ir.FloatType() else 'f64'}.i{k_int.type.width}"
+    return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name),
+                        [value, k_int])
+
+
+@intrinsic
+def _ldexp_shifted_f32(typingctx, p, shifted):
+    """float32 p * 2**k rounded once (llvm.ldexp), k = bits(shifted) - 0x4B400000 as in
+    ``_scale_f32``, for any p and k: a NaN p stays NaN (k comes from the bits, never from a
+    float-to-int conversion, which would be poison for NaN)."""
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        k = builder.sub(builder.bitcast(args[1], i32), ir.Constant(i32, 0x4B400000))
+        return _ldexp_ir(builder, args[0], k)
+    return types.float32(types.float32, types.float32), codegen
+
+
+@intrinsic
+def _ldexp_f64(typingctx, y, k):
+    """float64 y * 2**k rounded once (llvm.ldexp) for an integral float64 k (not NaN) of at
+    most 2**31 in magnitude."""
+    def codegen(context, builder, signature, args):
+        return _ldexp_ir(builder, args[0], builder.fptosi(args[1], ir.IntType(32)))
+    return types.float64(types.float64, types.float64), codegen
+
+
+@intrinsic
+def _clamp_nan_f32(typingctx, x, lo, hi):
+    """min(max(x, lo), hi) with a NaN x passed through: compare-and-select, which x86 lowers
+    to one vmaxps and one vminps with the operand order that returns x when it is NaN."""
+    def codegen(context, builder, signature, args):
+        x, lo, hi = args
+        low = builder.select(builder.fcmp_ordered("<", x, lo), lo, x)
+        return builder.select(builder.fcmp_ordered(">", low, hi), hi, low)
+    return types.float32(types.float32, types.float32, types.float32), codegen
 
 
 @intrinsic
@@ -283,11 +330,14 @@ def _scale_pow2(y, k):
     return (y * _pow2(k_half)) * _pow2(k - k_half)
 
 
+_scale_exp_f64 = _ldexp_f64 if _HAS_SCALEF else _scale_pow2
+
+
 @_inline
 def _exp_core(x, expm1_tail):
     xc = _clamp(x, _EXP_UNDERFLOW - 1.0, _EXP_OVERFLOW + 1.0)
     k, r = _reduce_ln2(xc)
-    y = _scale_pow2(1.0 + (r + r * r * _horner(r, expm1_tail)), k)
+    y = _scale_exp_f64(1.0 + _fma(r * r, _horner(r, expm1_tail), r), k)
     y = np.inf if x > _EXP_OVERFLOW else y
     y = 0.0 if x < _EXP_UNDERFLOW else y
     return x + x if x != x else y
@@ -297,11 +347,11 @@ def _exp_core(x, expm1_tail):
 def _expm1_core(x, expm1_tail):
     xc = _clamp(x, _EXPM1_SATURATE, _EXP_OVERFLOW + 1.0)
     k, r = _reduce_ln2(xc)
-    em_r = r + r * r * _horner(r, expm1_tail)
+    em_r = _fma(r * r, _horner(r, expm1_tail), r)
     # Moderate k: 2**k em_r + (2**k - 1) has one rounding (2**k - 1 is exact for k <= 53).
     p = _pow2(_clamp(k, -1000.0, 1000.0))
     moderate = p * em_r + (p - 1.0)
-    large = _scale_pow2(1.0 + em_r, k)     # -1 is below half an ulp here
+    large = _scale_exp_f64(1.0 + em_r, k)     # -1 is below half an ulp here
     y = moderate if k <= 52.0 else large
     y = em_r if k == 0.0 else y
     y = x if abs(x) < 1e-18 else y          # expm1 x rounds to x; keeps -0.0
@@ -466,18 +516,30 @@ def _reduce_ln2_f32(x):
     # x = k ln2 + r, |r| <= ln2/2, as (k + 1.5 * 2**23, k, r). Adding 1.5 * 2**23 rounds
     # x*log2(e) to the nearest integer k and leaves k in the low bits (no floor, no
     # float-to-int conversion); k * LN2_HI is exact, so the first FMA is too.
-    shifted = x * _F32_LOG2E + _F32_SHIFTER
+    shifted = _fma(x, _F32_LOG2E, _F32_SHIFTER)
     k = shifted - _F32_SHIFTER
     return shifted, k, _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, x))
 
 
 @_inline
-def _exp_f32_native(x):
+def _exp_f32_bits(x):
     # Clamping makes -inf give exp(-104) = 0 and +inf give exp(89) = inf by the scaling itself.
     shifted, k, r = _reduce_ln2_f32(_clamp_f32(x, _F32_EXP_LO, _F32_EXP_HI))
-    p = _F32_ONE + (r + r * r * _horner(r, _F32_EXP_TAIL))
+    p = _F32_ONE + _fma(r * r, _horner(r, _F32_EXP_TAIL), r)
     y = _scale_f32(p, shifted)
     return x + x if x != x else y
+
+
+@_inline
+def _exp_f32_scalef(x):
+    # The same reduction and polynomial; a NaN x passes the clamp and the scaling, so there is
+    # no final select (measured: the exp pass of softmax 1.25x faster than _exp_f32_bits).
+    shifted, k, r = _reduce_ln2_f32(_clamp_nan_f32(x, _F32_EXP_LO, _F32_EXP_HI))
+    return _ldexp_shifted_f32(_F32_ONE + _fma(r * r, _horner(r, _F32_EXP_TAIL), r), shifted)
+
+
+_exp_f32_native = _exp_f32_scalef if _HAS_SCALEF else _exp_f32_bits
+_scale_exp_f32 = _ldexp_shifted_f32 if _HAS_SCALEF else _scale_f32
 
 
 @_inline
@@ -502,7 +564,7 @@ def _tanh_f32_native(x):
     t = _F32_TWO * (ax if ax < _F32_TANH_SATURATE else _F32_TANH_SATURATE)
     _, k, r = _reduce_ln2_f32(t)
     power = _pow2_f32(k)
-    em = _fma(power, r + r * r * _horner(r, _F32_EXP_TAIL), power - _F32_ONE)
+    em = _fma(power, _fma(r * r, _horner(r, _F32_EXP_TAIL), r), power - _F32_ONE)
     y = math.copysign(em / (em + _F32_TWO), x)   # keeps -0.0
     return x + x if x != x else y
 
@@ -552,10 +614,10 @@ def _expm1_f32_native(x):
     # with one rounding (the FMA; 2**k - 1 is exact); above, the 1 is below half an ulp and
     # the result is exp's: (1 + p) scaled by 2**k, which also overflows to inf past 88.72.
     shifted, k, r = _reduce_ln2_f32(_clamp_f32(x, _F32_EXPM1_LO, _F32_EXPM1_HI))
-    p = r + r * r * _horner(r, _F32_EXP_TAIL)
+    p = _fma(r * r, _horner(r, _F32_EXP_TAIL), r)
     power = _pow2_f32(k if k < _F32(24.0) else _F32(24.0))
     y = _fma(power, p, power - _F32_ONE)
-    y = y if k <= _F32(24.0) else _scale_f32(_F32_ONE + p, shifted)
+    y = y if k <= _F32(24.0) else _scale_exp_f32(_F32_ONE + p, shifted)
     y = x if x == _F32(0.0) else y          # keeps -0.0
     return x + x if x != x else y
 

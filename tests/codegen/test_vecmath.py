@@ -24,11 +24,9 @@ _OVERFLOW = {np.float32: vecmath._F32_OVERFLOW, np.float64: vecmath._EXP_OVERFLO
 
 
 @functools.cache
-def _compiled_loop(name: str, dtype_name: str):
-    # One serial loop per (function, dtype): serial compiles faster than prange and the test
-    # checks values, not speed (bench/vecmath_bench.py checks vectorization).
-    fn = vecmath.VECMATH[(name, dtype_name)]
-
+def _compiled_loop(fn):
+    # One serial loop per function: serial compiles faster than prange and the test checks
+    # values, not speed (bench/vecmath_bench.py checks vectorization).
     @numba.njit(error_model="numpy")
     def apply(x, out):
         for i in range(x.size):
@@ -37,9 +35,9 @@ def _compiled_loop(name: str, dtype_name: str):
     return apply
 
 
-def _run(name: str, x: np.ndarray) -> np.ndarray:
+def _run(name: str, x: np.ndarray, fn=None) -> np.ndarray:
     out = np.empty_like(x)
-    _compiled_loop(name, x.dtype.name)(x, out)
+    _compiled_loop(fn or vecmath.VECMATH[(name, x.dtype.name)])(x, out)
     return out
 
 
@@ -73,9 +71,10 @@ def ulp_errors(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return np.where(same_sign, dist, np.iinfo(np.int64).max)
 
 
-def check(name: str, x: np.ndarray) -> int:
-    """Asserts the vecmath function on x matches the reference; returns the max ulp error."""
-    got, want = _run(name, x), _reference(name, x, x.dtype.type)
+def check(name: str, x: np.ndarray, fn=None) -> int:
+    """Asserts the vecmath function on x (``fn``: a variant of it) matches the reference;
+    returns the max ulp error."""
+    got, want = _run(name, x, fn), _reference(name, x, x.dtype.type)
     nan_got, nan_want = np.isnan(got), np.isnan(want)
     bad_nan = np.flatnonzero(nan_got != nan_want)
     assert bad_nan.size == 0, f"{name}: NaN mismatch at x={x[bad_nan[:5]]}: {got[bad_nan[:5]]}"
@@ -165,14 +164,65 @@ def _around(edges) -> np.ndarray:
     return np.concatenate(around).astype(np.int32).view(np.float32)
 
 
-def test_float32_exp_dense_where_the_scaling_switches():
-    # float32 exp adds k to p's exponent less one (and doubles) or plus 64 (and scales by
+# float32 exp scales by 2**k with vscalefps (llvm.ldexp) on AVX-512 and through the exponent
+# bits elsewhere: both forms are checked on every host (without AVX-512, ldexp is a libm call:
+# slow, the same values).
+EXP_F32_FORMS = ("_exp_f32_scalef", "_exp_f32_bits")
+
+
+@pytest.mark.parametrize("form", EXP_F32_FORMS)
+def test_float32_exp_either_form_on_all_exponents(form):
+    assert check("exp", _f32_inputs(), getattr(vecmath, form)) <= MAX_ULP
+
+
+@pytest.mark.parametrize("form", EXP_F32_FORMS)
+def test_float32_exp_dense_where_the_scaling_switches(form):
+    # The bits form adds k to p's exponent less one (and doubles) or plus 64 (and scales by
     # 2**-64) depending on k: every float32 around each switch, the subnormal results, the last
     # finite one and the first infinite one, and a dense sweep of the whole finite range.
     patterns = _around([k * np.log(2.0)
                         for k in (-150, -149, -126, -125, -64, -63, -62, 0, 127, 128)])
     sweep = np.linspace(-104.0, 89.0, 2_000_001, dtype=np.float32)
-    assert check("exp", np.concatenate([patterns, sweep])) <= MAX_ULP
+    inputs = np.concatenate([patterns, sweep])
+    assert check("exp", inputs, getattr(vecmath, form)) <= MAX_ULP
+
+
+@functools.cache
+def _scaling_loop(scale):
+    @numba.njit(error_model="numpy")
+    def apply(p, k, out):
+        for i in range(p.size):
+            out[i] = scale(p[i], k[i])
+
+    return apply
+
+
+@pytest.mark.parametrize("scale", ["_scale_f32", "_ldexp_shifted_f32"])
+def test_float32_scaling_by_2_to_the_k_rounds_once(scale):
+    # p * 2**k for every k exp and expm1 use, p in [0.5, 2): exactly np.ldexp in float64 (exact)
+    # rounded to float32 once, subnormals, zero and inf included.
+    rng = np.random.default_rng(7)
+    k = np.repeat(np.arange(-150, 129), 2000)   # exp clamps x to [-104, 89]
+    p = rng.uniform(0.5, 2.0, k.size).astype(np.float32)
+    p[::7] = np.nextafter(np.float32(1.0), np.float32(0.0))
+    shifted = (k + 1.5 * 2**23).astype(np.float32)
+    out = np.empty_like(p)
+    _scaling_loop(getattr(vecmath, scale))(p, shifted, out)
+    with np.errstate(over="ignore"):
+        want = np.ldexp(p.astype(np.float64), k).astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("scale", ["_scale_pow2", "_ldexp_f64"])
+def test_float64_scaling_by_2_to_the_k_rounds_once(scale):
+    rng = np.random.default_rng(8)
+    k = np.repeat(np.arange(-1080, 1031), 200)
+    y = rng.uniform(0.5, 2.0, k.size)
+    out = np.empty_like(y)
+    _scaling_loop(getattr(vecmath, scale))(y, k.astype(np.float64), out)
+    with np.errstate(over="ignore"):
+        want = np.ldexp(y, k)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_float32_expm1_dense_where_its_formula_switches():
