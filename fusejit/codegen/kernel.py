@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -216,7 +217,9 @@ class CompiledKernel:
         self._zero_d_out = any(not shape for _, shape, _ in self._out_specs)
         self.in_place = dict(in_place)   # output position -> input position
         self._variants = {False: (module.kernel_serial, module.strided_serial),
-                          True: (module.kernel_parallel, module.strided_parallel)}
+                          True: (_one_at_a_time(module.kernel_parallel, module.kernel_serial),
+                                 _one_at_a_time(module.strided_parallel,
+                                                module.strided_serial))}
 
     def __repr__(self):
         return f"CompiledKernel({self.name}, key={self.key})"
@@ -267,6 +270,25 @@ class CompiledKernel:
         checked with one comparison, the sizes literals, the variant chosen once. Arguments it
         does not expect (a 0-d input, ``out`` as a list) take ``__call__``'s general path."""
         return _specialize(self)
+
+
+# Held while a prange variant runs. Numba's workqueue threading layer (its default where
+# neither OpenMP nor TBB is installed) aborts the process when two threads enter parallel
+# regions at once; with OpenMP, two regions at once only oversubscribe the cores.
+_PARALLEL_REGION = threading.Lock()
+
+
+def _one_at_a_time(parallel, serial):
+    """``parallel`` while no other thread runs a prange variant, else ``serial`` (the same
+    arguments, the same results)."""
+    def run(*args):
+        if not _PARALLEL_REGION.acquire(blocking=False):
+            return serial(*args)
+        try:
+            return parallel(*args)
+        finally:
+            _PARALLEL_REGION.release()
+    return run
 
 
 def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, names) -> list[str]:

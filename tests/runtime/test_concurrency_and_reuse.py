@@ -1,6 +1,10 @@
 """Compile once: concurrent first calls, identical layers, new shapes."""
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -160,3 +164,37 @@ def test_a_constant_shaped_by_a_guarded_value_keeps_both_paths():
         assert_same(head(x, np.int64(i % 2)), compiled(x, np.int64(i % 2)))
     info = compiled.cache_info()
     assert info["traces"] == 2 and info["hits"] == 4
+
+
+# Four threads calling one compiled softmax large enough for its prange variant, under
+# Numba's workqueue threading layer (its default without OpenMP or TBB), which aborts the
+# whole process when two threads enter parallel regions at once.
+WORKQUEUE_SCRIPT = r"""
+import threading
+import numpy as np
+import fusejit
+from bench.models.softmax import softmax
+compiled, failures = fusejit.compile(softmax), []
+def work(seed):
+    x = np.random.default_rng(seed).standard_normal((1024, 1024)).astype(np.float32)
+    for _ in range(6):
+        if not np.allclose(compiled(x), softmax(x), rtol=1e-5, atol=1e-8):
+            failures.append(seed)
+threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+import numba
+print(numba.threading_layer(), len(failures))
+"""
+
+
+def test_threads_running_parallel_kernels_at_once_under_the_workqueue_layer(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", FUSEJIT_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-c", WORKQUEUE_SCRIPT], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["workqueue", "0"]
