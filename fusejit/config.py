@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import platform
 from pathlib import Path
@@ -37,8 +38,29 @@ def vector_bits() -> int | None:
     if env in ("256", "512"):
         return int(env)
     if env:
-        raise ValueError(f"FUSEJIT_VECTOR_BITS={env!r}: expected 256 or 512")
+        _ignored("FUSEJIT_VECTOR_BITS", env, "256 or 512")
     return 512 if cpu_has("avx512f") else None
+
+
+def cache_max_bytes(default_mb: float) -> int:
+    """``FUSEJIT_CACHE_MAX_MB``: the bound on the whole cache root, in bytes."""
+    env = os.environ.get("FUSEJIT_CACHE_MAX_MB", "").strip()
+    if not env:
+        return int(default_mb * 2**20)
+    try:
+        megabytes = float(env)
+    except ValueError:
+        megabytes = math.nan
+    if not 0 <= megabytes < math.inf:
+        _ignored("FUSEJIT_CACHE_MAX_MB", env, "a size in MiB, 0 or more")
+        megabytes = default_mb
+    return int(megabytes * 2**20)
+
+
+@functools.cache
+def _ignored(name: str, value: str, expected: str) -> None:
+    # Once per value: a bad setting must not stop compiling, nor warn on every call.
+    logging.getLogger("fusejit").warning("%s=%r is not %s: ignored", name, value, expected)
 
 
 def cpu_has(feature: str) -> bool:
@@ -110,11 +132,11 @@ def cache_dir() -> Path:
             return path
     except OSError:
         pass
-    return _fallback_dir(str(path))
+    return fallback_dir(str(path))
 
 
 @functools.cache
-def _fallback_dir(wanted: str) -> Path:
+def fallback_dir(wanted: str) -> Path:
     import logging
     import tempfile
     path = Path(tempfile.mkdtemp(prefix="fusejit-cache-"))

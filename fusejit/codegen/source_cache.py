@@ -69,12 +69,23 @@ def load_module(key: str, source: str) -> types.ModuleType:
         if module is not None:
             _counts["reused"] += 1
             return module
-        path = ensure_file(kernel_dir() / f"{key}.py", source)
+        path = _kernel_file(key, source)
         module = import_file(PACKAGE, f"{PACKAGE}.k_{key}", path, source)
         guard_numba_cache(module, key)   # before a first call loads anything from it
         _modules[key] = module
         _counts["compiled"] += 1
         return module
+
+
+def _kernel_file(key: str, source: str) -> Path:
+    """The kernel's file in the cache, else (an unwritable ``kernels`` folder, a full disk)
+    in the private temporary directory that serves this process, with one warning."""
+    try:
+        return ensure_file(kernel_dir() / f"{key}.py", source)
+    except OSError:
+        wanted = config.cache_dir() / "kernels"
+        fallback = usable_dir(config.fallback_dir(str(wanted)) / "kernels")
+        return ensure_file(fallback / f"{key}.py", source)
 
 
 def _numba_caches(module) -> list:
@@ -115,13 +126,20 @@ def check_numba_cache(key: str, caches) -> None:
     try:
         if all(_seal_path(f).read_text() == _digest(f) for f in files):
             return
-    except OSError:   # no .sha (or a file gone meanwhile): not known to be whole
+    except (OSError, UnicodeDecodeError):   # no .sha, a damaged one, a directory: not whole
         pass
     log.warning("Numba cache files of kernel %s do not match their checksums; compiling it "
                 "again", key)
     for path in files:
+        _remove(path)
+        _remove(_seal_path(path))
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
         path.unlink(missing_ok=True)
-        _seal_path(path).unlink(missing_ok=True)
 
 
 def seal_numba_cache(key: str, caches) -> None:

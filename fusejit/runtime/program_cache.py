@@ -103,7 +103,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def max_bytes() -> int:
-    return int(float(os.environ.get("FUSEJIT_CACHE_MAX_MB", DEFAULT_MAX_MB)) * 2**20)
+    return config.cache_max_bytes(DEFAULT_MAX_MB)
 
 
 def evict(root: Path, limit: int) -> int:

@@ -1,4 +1,6 @@
 """The disk cache cannot hurt: concurrent writers, damaged and foreign entries, read-only dirs."""
+import errno
+import json
 import os
 import subprocess
 import sys
@@ -103,6 +105,55 @@ def test_damaged_numba_cache_files_are_deleted_and_compiled_again(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "do not match their checksums" in result.stderr
     assert "checksums" not in run(tmp_path).stderr   # sealed again: the next process is quiet
+
+
+@pytest.mark.parametrize("damage", ["seal_not_text", "index_is_a_directory"])
+def test_unreadable_numba_cache_files_are_deleted_and_compiled_again(tmp_path, damage):
+    # Before, a .sha that was not UTF-8 or a directory in place of a Numba file made the
+    # kernel fail to load in every process from then on: its signatures all ran eagerly.
+    assert run(tmp_path).returncode == 0
+    index = entries(tmp_path, "kernels/__pycache__", ".nbi")[0]
+    if damage == "seal_not_text":
+        Path(f"{index}.sha").write_bytes(b"\xff\xfe")
+    else:
+        index.unlink()
+        index.mkdir()
+    for _ in range(2):   # repaired by the first, quiet in the second
+        result = run(tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["eager_signatures"] == 0, result.stderr
+    assert "checksums" not in result.stderr
+
+
+def test_an_unwritable_kernel_folder_compiles_into_a_private_one(tmp_path, monkeypatch,
+                                                                 caplog):
+    # A kernels folder that refuses writes (permissions, a full disk) made every signature
+    # run eagerly; an unwritable version folder already fell back to a temporary one.
+    from fusejit.codegen import source_cache
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(source_cache.config, "cache_dir", lambda: cache)
+    write = source_cache._write_atomic
+
+    def full_disk(path, text):
+        if cache in path.parents:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(path, text)
+
+    monkeypatch.setattr(source_cache, "_write_atomic", full_disk)
+    path = source_cache._kernel_file("unwritable_kernel", "VALUE = 4\n")
+    assert path.read_text() == "VALUE = 4\n" and cache not in path.parents
+    assert "is not writable" in caplog.text
+
+
+@pytest.mark.parametrize("value", ["abc", "inf", "nan", "-5"])
+def test_a_bad_cache_bound_is_ignored_with_a_warning(monkeypatch, caplog, value):
+    from fusejit import config
+    from fusejit.runtime import program_cache
+    monkeypatch.setenv("FUSEJIT_CACHE_MAX_MB", value)
+    assert program_cache.max_bytes() == program_cache.DEFAULT_MAX_MB * 2**20
+    config._ignored.cache_clear()
+    program_cache.max_bytes()
+    assert f"FUSEJIT_CACHE_MAX_MB={value!r} is not a size in MiB" in caplog.text
 
 
 # Imports a CUDA kernel module (no GPU needed) and prints where Numba keeps its files.
