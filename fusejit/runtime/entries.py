@@ -51,8 +51,8 @@ class CompiledEntry:
         except SizeChanged as changed:   # another path may have looped as many times
             raise GuardFailed(str(changed)) from None
         for capture, array in zip(trace.captures, captured, strict=True):
-            if array is None or array.shape != capture.type.shape or \
-                    array.dtype != capture.type.dtype:
+            if not isinstance(array, np.ndarray) or array.shape != capture.type.shape or \
+                    array.dtype != capture.type.dtype:   # None, or rebound to a float
                 return RETRACE
             if capture.aliases and not capture.aliases_hold(leaves, array):
                 raise GuardFailed(f"{capture.description} and its aliases no longer hold "

@@ -124,6 +124,23 @@ def test_captured_global_is_read_by_reference_on_every_call():
 
 
 CAPTURED = np.ones(4, np.float32)
+REBOUND = np.ones(4)
+
+
+def test_a_global_array_rebound_to_a_number_and_back_is_traced_again():
+    # Replaying with the number raised AttributeError ('float' object has no attribute
+    # 'shape') and the signature ran eagerly from then on.
+    global REBOUND
+
+    def add_global(x):
+        return x * 2.0 + REBOUND
+
+    compiled, x = fusejit.compile(add_global), np.arange(4.0)
+    for value in (np.ones(4), np.ones(4), 4.0, np.ones(4), [1.0, 2.0, 3.0, 4.0], np.float32(3)):
+        REBOUND = value
+        for _ in range(2):
+            assert_same(add_global(x), compiled(x))
+    assert compiled.cache_info()["eager_signatures"] == 0
 
 
 @fusejit.compile
