@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import sys
 import threading
 import time
 import types
@@ -59,7 +60,19 @@ def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_trace
     options = dict(target=target, static_argnames=tuple(static_argnames), cache=cache,
                    max_traces=max_traces, fastmath=fastmath, freeze=freeze)
     if fn is None:
-        return lambda f: CompiledFunction(f, **options)
+        return lambda f: _compiled(f, options)
+    return _compiled(fn, options)
+
+
+def _compiled(fn, options):
+    # Over @staticmethod or @classmethod (either order is a natural way to write it), the
+    # function inside is compiled and wrapped again.
+    if isinstance(fn, (staticmethod, classmethod)):
+        return type(fn)(CompiledFunction(fn.__func__, **options))
+    return CompiledFunction(fn, **options)
+
+
+def _unpickled(fn, options):
     return CompiledFunction(fn, **options)
 
 
@@ -89,6 +102,8 @@ class CompiledFunction:
             if not hasattr(self, name):
                 setattr(self, name, getattr(getattr(fn, "func", fn), name, type(fn).__name__))
         self.fn, self.target = fn, _resolve_target(target)
+        self._options = dict(target=target, static_argnames=static_argnames, cache=cache,
+                             max_traces=max_traces, fastmath=fastmath, freeze=freeze)
         self.static_argnames, self.max_traces = static_argnames, max_traces
         self.fastmath, self.cache = fastmath, cache
         self._signature = inspect.signature(fn)
@@ -104,6 +119,24 @@ class CompiledFunction:
 
     def __repr__(self):
         return f"<fusejit.CompiledFunction {self.__qualname__} target={self.target}>"
+
+    # -- copies and pickles: a compiled function is one object, like the function it wraps --
+    def __reduce__(self):
+        """By reference where the module holds this object under its name (a decorated
+        module-level function: what multiprocessing sends), else the wrapped function and the
+        options, compiled afresh where it is unpickled."""
+        holder = sys.modules.get(getattr(self, "__module__", None) or "")
+        for part in self.__qualname__.split("."):
+            holder = getattr(holder, part, None)
+        if holder is self:
+            return self.__qualname__
+        return (_unpickled, (self.fn, self._options))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     # -- the call path -------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
