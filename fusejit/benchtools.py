@@ -47,7 +47,8 @@ def compile_latency(function: str, specs) -> dict:
             done = subprocess.run(command, env=env, capture_output=True, text=True,
                                   timeout=900)
             if done.returncode != 0:
-                raise RuntimeError(f"{run} compile probe failed: {done.stderr.strip()[-300:]}")
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"{run} compile probe failed: {last}")
             timings = json.loads(done.stdout.strip().splitlines()[-1])
             result[f"{run}_first_result_s"] = round(timings["trace_s"], 4)
             result[f"{run}_to_first_replay_s"] = round(
@@ -80,5 +81,7 @@ def bench_function(compiled, fn, args, kwargs, repeat=20) -> dict:
 def _check_equal(expected, actual) -> None:
     from .tracer import flatten
     for a, b in zip(flatten(expected)[0], flatten(actual)[0], strict=True):
-        if isinstance(a, (np.ndarray, np.generic, float)):
+        if isinstance(a, (np.ndarray, np.generic, float)) and np.asarray(a).dtype.kind in "biufc":
             np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5, equal_nan=True)
+        elif isinstance(a, (np.ndarray, np.generic)):   # strings, objects: exactly
+            np.testing.assert_array_equal(b, a)

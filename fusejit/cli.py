@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sys
 import traceback
@@ -23,6 +25,10 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     try:
         return args.run(args) or 0
+    except BrokenPipeError:   # the reader went away (| head): quiet, as other tools are
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
     except CliError as exc:
         print(f"fusejit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -107,13 +113,31 @@ def run_dump(args) -> int:
     import fusejit
     module, fn = load_function(args.function)
     call_args, call_kwargs = build_arguments(fn, args.arg, module)
+    _check_format(args)
     # Tracing and the passes are the same for both targets; only the kernels differ, and the
     # CUDA ones can be generated (and assembled with ptxas) without a GPU.
     compiled = fusejit.compile(fn, target="cpu")
-    entry = compiled.entry_for(*call_args, **call_kwargs)
-    text = _dump_text(compiled, entry, args, call_args, call_kwargs)
+    with _user_output_to_stderr():
+        entry = compiled.entry_for(*call_args, **call_kwargs)
+        text = _dump_text(compiled, entry, args, call_args, call_kwargs)
     _emit(text, args.output)
     return 0
+
+
+def _user_output_to_stderr():
+    """What the user's code prints goes to stderr: stdout carries the report (JSON, dot)."""
+    return contextlib.redirect_stdout(sys.stderr)
+
+
+def _check_format(args) -> None:
+    if args.format == "text":
+        return
+    text_only = [flag for flag, given in (
+        (f"--stage {args.stage}", args.stage in ("kernels", "source", "memory", "ptx")),
+        ("--why", args.why), ("--print-after", bool(args.print_after))) if given]
+    if text_only:
+        raise CliError(f"--format {args.format} writes a graph stage; {text_only[0]} is text "
+                       "only (leave out --format)")
 
 
 def _dump_text(compiled, entry, args, call_args, call_kwargs) -> str:
@@ -206,8 +230,9 @@ def _bench_function(args) -> int:
     from .benchtools import bench_function, compile_latency
     module, fn = load_function(args.function)
     call_args, call_kwargs = build_arguments(fn, args.arg, module)
-    report = compile_latency(args.function, args.arg)
-    report.update(bench_function(fusejit.compile(fn), fn, call_args, call_kwargs, args.repeat))
+    with _user_output_to_stderr():   # the function's own errors surface here, first
+        timings = bench_function(fusejit.compile(fn), fn, call_args, call_kwargs, args.repeat)
+        report = {**compile_latency(args.function, args.arg), **timings}
     print(json.dumps(report, indent=2) if args.json else report_text(report))
     return 0
 

@@ -29,6 +29,8 @@ def load_function(target: str):
         raise CliError(f"not a file: {path}" if file.exists() else f"no such file: {path}")
     module_name = f"fusejit_user_{file.stem}"
     spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None:
+        raise CliError(f"not a Python file: {path} (expected FILE.py:FUNC)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
@@ -57,11 +59,15 @@ def parse_value(text: str, rng):
 
 
 def random_array(shape, dtype, rng):
+    """Random values made in ``dtype`` itself (no float64 array three times the size first)."""
+    dtype = np.dtype(dtype)
     if dtype == np.bool_:
-        return rng.random(shape) < 0.5
+        return rng.integers(0, 2, size=shape, dtype=np.uint8).view(np.bool_)
     if dtype.kind in "iu":
-        return rng.integers(0, 16, size=shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+        return rng.integers(0, 16, size=shape, dtype=dtype)
+    if dtype in (np.float32, np.float64):
+        return rng.standard_normal(shape, dtype=dtype)
+    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
 
 
 def build_arguments(fn, specs, module, seed=0):
@@ -73,10 +79,14 @@ def build_arguments(fn, specs, module, seed=0):
         raise CliError("give the arguments with --arg NAME=f32[...] or define example_args()")
     rng = np.random.default_rng(seed)
     values: dict = {}
+    seen = set()
     for spec in specs:
         name, sep, text = spec.partition("=")
         if not sep or not all(name.strip().split(".")):
             raise CliError(f"--arg expects NAME=VALUE, got {spec!r}")
+        if name.strip() in seen:
+            raise CliError(f"--arg {name.strip()} is given twice")
+        seen.add(name.strip())
         _insert(values, name.strip().split("."), parse_value(text, rng))
     return _in_signature_order(fn, _listify(values))
 

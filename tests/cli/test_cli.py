@@ -233,3 +233,67 @@ def test_bench_suite_quick_writes_table_and_json(tmp_path):
 def test_usage_errors_exit_2_with_one_line_on_stderr(argv, message):
     result = fusejit(*argv)
     assert result.returncode == 2 and message in result.stderr and not result.stdout
+
+
+USER_MODEL = '''
+import numpy as np
+
+
+def chatty(x):
+    print("debug:", x.shape)
+    return np.tanh(x) * 2
+
+
+def boom(x):
+    raise RuntimeError("the model broke")
+'''
+
+
+@pytest.fixture
+def user_model(tmp_path):
+    path = tmp_path / "user_model.py"
+    path.write_text(USER_MODEL)
+    return path
+
+
+def test_the_users_prints_go_to_stderr_and_json_stays_json(user_model, tmp_path):
+    result = fusejit("dump", f"{user_model}:chatty", "--arg", "x=f32[4,8]", "--format", "json",
+                     cache_dir=tmp_path / "cache")
+    assert result.returncode == 0, result.stderr
+    json.loads(result.stdout)
+    assert "debug: (4, 8)" in result.stderr
+
+
+@pytest.mark.parametrize("flags", [["--stage", "source"], ["--why"],
+                                   ["--print-after", "fold"]])
+def test_a_machine_format_refuses_text_only_flags(user_model, flags):
+    # They were ignored: the graph came out instead of what was asked for.
+    result = fusejit("dump", f"{user_model}:chatty", "--arg", "x=f32[4,8]", "--format", "dot",
+                     *flags)
+    assert result.returncode == 2 and "is text only" in result.stderr, result.stderr
+
+
+def test_command_line_mistakes_are_one_line_errors(user_model, tmp_path):
+    other = tmp_path / "notes.txt"
+    other.write_text("def f(x):\n    return x\n")
+    result = fusejit("dump", f"{other}:f", "--arg", "x=f32[4]")
+    assert result.returncode == 2 and "not a Python file" in result.stderr, result.stderr
+    result = fusejit("dump", f"{user_model}:chatty", "--arg", "x=f32[4]", "--arg", "x=f32[5]")
+    assert result.returncode == 2 and "--arg x is given twice" in result.stderr, result.stderr
+
+
+def test_bench_of_a_function_that_raises_names_its_error(user_model):
+    # Before: the last 300 characters of a compile probe's traceback.
+    result = fusejit("bench", f"{user_model}:boom", "--arg", "x=f32[10]")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "RuntimeError: the model broke" in lines[0], result.stderr
+
+
+def test_a_closed_pipe_ends_the_command_quietly(user_model, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), FUSEJIT_CACHE_DIR=str(tmp_path / "cache"))
+    command = (f"{sys.executable} -m fusejit dump {user_model}:chatty --arg x=f32[64,64] "
+               "--stage source | head -c 10")
+    result = subprocess.run(command, shell=True, capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert "BrokenPipe" not in result.stderr and "Traceback" not in result.stderr, result.stderr
