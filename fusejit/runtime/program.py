@@ -141,6 +141,17 @@ class Program:
         if -1 in checks:
             _check(checks[-1], slots)
         progress = None if self.compiled else Progress(len(self.steps), self.graph.name)
+        try:
+            self._run_steps(slots, checks, progress)
+        except BaseException:
+            if progress is not None:
+                progress.close(failed=True)
+            raise
+        if progress is not None:
+            progress.close()
+            self.compiled = True
+
+    def _run_steps(self, slots, checks, progress) -> None:
         for index, step in enumerate(self.steps):
             if step.in_arena:
                 results = step.fn(*[slots[i] for i in step.inputs], out=self.arena.views(index))
@@ -154,9 +165,6 @@ class Program:
                 _check(checks[index], slots)
             for slot in step.frees:
                 slots[slot] = None
-        if progress is not None:
-            progress.close()
-            self.compiled = True
 
 
 def _same_memory(a, b) -> bool:

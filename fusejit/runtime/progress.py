@@ -1,12 +1,13 @@
 """A progress line on stderr while a program's first run compiles its kernels.
 
-Shown when compiling has already taken more than a second and stderr is a terminal
-(``FUSEJIT_PROGRESS=0`` never, ``=1`` whatever stderr is). On a terminal the line is redrawn
-in place; elsewhere (a CI log) two plain lines say that compiling started and how long it
-took."""
+Shown once compiling has taken a second and stderr is a terminal (``FUSEJIT_PROGRESS=0``
+never, ``=1`` whatever stderr is): a timer draws it then, while the first slow kernel is still
+compiling, and each finished kernel redraws it. On a terminal the line is redrawn in place;
+elsewhere (a CI log) two plain lines say that compiling started and how long it took."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 from .. import config
@@ -24,11 +25,25 @@ class Progress:
         chosen = config.progress()
         self.enabled = terminal if chosen is None else chosen
         self.redraw = terminal
+        self.closed = False
+        self._lock = threading.Lock()   # the timer's thread draws too
+        self._timer = None
+        if self.enabled:
+            self._timer = threading.Timer(DELAY_S, self._draw)
+            self._timer.daemon = True
+            self._timer.start()
 
     def step(self, what: str = "") -> None:
         self.done += 1
-        if not self.enabled or time.perf_counter() - self.started < DELAY_S:
-            return
+        if self.enabled and time.perf_counter() - self.started >= DELAY_S:
+            self._draw(what)
+
+    def _draw(self, what: str = "") -> None:
+        with self._lock:
+            if not self.closed:
+                self._write(what)
+
+    def _write(self, what: str) -> None:
         if self.redraw:
             width = 24
             filled = width * self.done // max(self.total, 1)
@@ -40,10 +55,15 @@ class Progress:
         self.stream.flush()
         self.shown = True
 
-    def close(self) -> None:
-        if self.shown:
-            elapsed = time.perf_counter() - self.started
-            start, pad = ("\r", " " * 50) if self.redraw else ("", "")
-            self.stream.write(f"{start}fusejit: compiled {self.label} in {elapsed:.1f} s"
-                              f"{pad}\n")
-            self.stream.flush()
+    def close(self, failed: bool = False) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            self.closed = True
+            if self.shown:
+                elapsed = time.perf_counter() - self.started
+                start, pad = ("\r", " " * 50) if self.redraw else ("", "")
+                done = "stopped compiling" if failed else "compiled"
+                self.stream.write(f"{start}fusejit: {done} {self.label} in {elapsed:.1f} s"
+                                  f"{pad}\n")
+                self.stream.flush()

@@ -1,6 +1,7 @@
 """The progress line: only on a terminal, only once compiling has taken more than a second;
 FUSEJIT_PROGRESS turns it off, or on for a log that is not a terminal."""
 import io
+import time
 
 import pytest
 
@@ -77,3 +78,28 @@ def test_fusejit_progress_warns_about_a_value_it_does_not_know(monkeypatch, capl
     monkeypatch.setenv("FUSEJIT_PROGRESS", "sometimes")
     assert _shown(Terminal()) and not _shown(io.StringIO())     # as if unset
     assert "FUSEJIT_PROGRESS='sometimes' is not 0 or 1: ignored" in caplog.text
+
+
+def test_the_line_appears_while_the_first_kernel_is_still_compiling(monkeypatch):
+    # It appeared only when a kernel finished: a single slow kernel showed nothing at all.
+    monkeypatch.setattr(progress, "DELAY_S", 0.05)
+    stream = Terminal()
+    bar = progress.Progress(2, "slow", stream)
+    deadline = time.monotonic() + 10
+    while "0/2" not in stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.02)   # the first kernel compiling
+    assert "compiling slow [" in stream.getvalue() and "0/2" in stream.getvalue()
+    bar.step("k0")
+    bar.step("k1")
+    bar.close()
+    assert stream.getvalue().rstrip().endswith("s") and "compiled slow in" in stream.getvalue()
+
+
+def test_a_compile_that_fails_ends_the_line_saying_so(monkeypatch):
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    stream = Terminal()
+    bar = progress.Progress(2, "broken", stream)
+    bar.step("k0")
+    bar.close(failed=True)
+    assert "stopped compiling broken in" in stream.getvalue()
+    assert "compiled broken" not in stream.getvalue()
