@@ -21,7 +21,7 @@ SUFFIXED = {name.rsplit("_", 1)[0] for name in cuda_prelude.__all__
             if name.endswith(("_f32", "_f64"))}
 # Numba's CUDA target cannot lower builtin max/min on booleans.
 BOOL_TEMPLATES = {"max": "{0} or {1}", "fmax": "{0} or {1}", "min": "{0} and {1}",
-                  "fmin": "{0} and {1}"}
+                  "fmin": "{0} and {1}", "clamp_lo": "{0} or {1}", "clamp_hi": "{0} and {1}"}
 _CALL = re.compile(r"\b([a-z_][a-z0-9_]*)\(")
 
 

@@ -20,7 +20,8 @@ from numba.core import config
 
 __all__ = [
     "arctan", "arctan2", "arg_take_max", "arg_take_min", "ceil", "cos", "cosh", "cuda", "erf",
-    "exp", "expm1", "ffmax", "ffmin", "floor", "fmaximum", "fminimum", "ifloordiv", "imod",
+    "exp", "expm1", "fclamp_hi", "fclamp_lo", "ffmax", "ffmin", "floor", "fmaximum", "fminimum",
+    "ifloordiv", "imod",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "math", "np",
     "sin", "sinh", "sqrt", "tan", "tanh",
 ]
@@ -153,6 +154,17 @@ def fmaximum(a, b):
 @_device
 def fminimum(a, b):
     return a if (a <= b or a != a) else b
+
+
+@_device
+def fclamp_lo(x, lo):
+    # np.clip's lower half: a tie keeps x (-0.0 stays -0.0), a NaN x or lo gives NaN.
+    return x if (x >= lo or x != x) else lo
+
+
+@_device
+def fclamp_hi(x, hi):
+    return x if (x <= hi or x != x) else hi
 
 
 @_device

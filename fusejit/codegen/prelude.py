@@ -31,8 +31,9 @@ globals().update({name: VECMATH[key] for names in (VECTOR_NAMES, LIMITED_NAMES)
                   for key, name in names.items()})
 
 __all__ = sorted(VECTOR_NAMES.values()) + sorted(LIMITED_NAMES.values()) + [
-    "arctan", "arctan2", "ceil", "cos", "cosh", "crow", "erf", "exp", "expm1", "ffloordiv", "ffmax",
-    "ffmin", "floor", "fmaximum", "fminimum", "fmod_py", "fsign", "ifloordiv", "imod",
+    "arctan", "arctan2", "ceil", "cos", "cosh", "crow", "erf", "exp", "expm1", "fclamp_hi",
+    "fclamp_lo", "ffloordiv", "ffmax", "ffmin", "floor", "fmaximum", "fminimum", "fmod_py",
+    "fsign", "ifloordiv", "imod",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "np", "numba",
     "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan",
     "tanh", "unit_row", "vector_width",
@@ -155,6 +156,17 @@ def fmaximum(a, b):
 @_inline
 def fminimum(a, b):
     return a if (a < b or a != a) else b
+
+
+@_inline
+def fclamp_lo(x, lo):
+    # np.clip's lower half: a tie keeps x (-0.0 stays -0.0), a NaN x or lo gives NaN.
+    return x if (x >= lo or x != x) else lo
+
+
+@_inline
+def fclamp_hi(x, hi):
+    return x if (x <= hi or x != x) else hi
 
 
 @_inline

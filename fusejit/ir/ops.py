@@ -114,6 +114,12 @@ _binary("max", np.maximum, {"f": "fmaximum({0}, {1})", "*": "max({0}, {1})"},
         commutative=True)
 _binary("min", np.minimum, {"f": "fminimum({0}, {1})", "*": "min({0}, {1})"},
         commutative=True)
+# np.clip's two halves: a value equal to the bound is kept (its sign of zero, not the bound's),
+# a NaN value or bound gives NaN; np.maximum/np.minimum give the second operand on a tie.
+_binary("clamp_lo", lambda x, lo: np.clip(x, lo, None),
+        {"f": "fclamp_lo({0}, {1})", "*": "max({0}, {1})"})
+_binary("clamp_hi", lambda x, hi: np.clip(x, None, hi),
+        {"f": "fclamp_hi({0}, {1})", "*": "min({0}, {1})"})
 _binary("fmax", np.fmax, {"f": "ffmax({0}, {1})", "*": "max({0}, {1})"}, commutative=True)
 _binary("fmin", np.fmin, {"f": "ffmin({0}, {1})", "*": "min({0}, {1})"}, commutative=True)
 _binary("arctan2", np.arctan2, "arctan2({0}, {1})")

@@ -1,6 +1,8 @@
 """Array functions: movement ops become view ops, joins and copies become injective ops."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import EagerFallback
@@ -252,12 +254,21 @@ def _clip(rec, concrete, a, a_min=None, a_max=None, out=None, **kwargs):
 
 
 def _clipped(rec, a, a_min, a_max, dtype):
+    # NumPy keeps a value equal to the bound (its -0.0 against a bound of 0.0) when both bounds
+    # are single values, and gives the bound when one is an array or absent (np.maximum's rule).
+    single = all(v is not None and _one_value(v) for v in (a_min, a_max))
+    low, high = ("clamp_lo", "clamp_hi") if single else ("max", "min")
     var = rec.operand(a, dtype)
     if a_min is not None:
-        var = rec.emit("max", [var, rec.operand(a_min, dtype)])
+        var = rec.emit(low, [var, rec.operand(a_min, dtype)])
     if a_max is not None:
-        var = rec.emit("min", [var, rec.operand(a_max, dtype)])
+        var = rec.emit(high, [var, rec.operand(a_max, dtype)])
     return var
+
+
+def _one_value(value) -> bool:
+    shape = value.shape if isinstance(value, Tracer) else np.shape(unwrap(value))
+    return math.prod(shape) == 1
 
 
 def _clip_into(rec, out, a, a_min, a_max):

@@ -99,6 +99,25 @@ def test_negative_zero_keeps_its_sign(name, fn):
     assert_replays_like_numpy(fn, ZEROS)
 
 
+BOUNDS = np.array([0.0, -0.0, 1.0, -1.0], F32)
+
+
+@pytest.mark.parametrize("name, fn", [
+    # NumPy keeps a value equal to a single-valued bound (-0.0 against 0.0); the compiled clip
+    # gave the bound's zero, which 1/x turns from -inf into inf.
+    ("clip_low", lambda a, b: np.clip(a, 0.0, 1.0)),
+    ("clip_neg_low", lambda a, b: np.clip(a, -0.0, 1.0)),
+    ("clip_high", lambda a, b: np.clip(a, -1.0, 0.0)),
+    ("clip_neg_high", lambda a, b: np.clip(a, -1.0, -0.0)),
+    ("clip_method", lambda a, b: 1.0 / a.clip(b[0], b[2])),
+    # ... and gives the bound when a bound is an array, or absent (np.maximum/np.minimum)
+    ("clip_array_bounds", lambda a, b: np.clip(a, b, 1.0)),
+    ("clip_one_bound", lambda a, b: (np.clip(a, 0.0, None), np.clip(a, None, -0.0))),
+])
+def test_clip_keeps_numpys_sign_of_zero_at_the_bound(name, fn):
+    assert_replays_like_numpy(fn, ZEROS, BOUNDS)
+
+
 @pytest.mark.parametrize("fn", [np.tanh, np.sin, np.expm1, np.log1p, np.sinh, np.arctan])
 def test_negative_zero_through_transcendentals(fn):
     assert_replays_like_numpy(fn, ZEROS[:2], tolerance=TRANSCENDENTAL)
