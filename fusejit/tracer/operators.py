@@ -58,6 +58,10 @@ def _binary(ufunc, py_op=None):
             return NotImplemented
         if py_op is not None and self.weak and _is_weak(other):
             return _weak_arith(py_op, ufunc, other, self)
+        if py_op is not None and type(other) is complex and type(self.value) is np.float64:
+            # np.float64 is a float: ``1j + x[1]`` is Python's complex arithmetic (a complex,
+            # ZeroDivisionError for ``1j / 0.0``), not NumPy's, so on the guarded value.
+            return py_op(other, guarded_value(self))
         return ufunc(other, self)
 
     def inplace(self, other):

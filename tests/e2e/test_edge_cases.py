@@ -303,6 +303,26 @@ SCALAR_OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operat
               operator.mod, operator.pow, operator.eq, operator.lt]
 
 
+@pytest.mark.parametrize("op", [operator.add, operator.sub, operator.mul, operator.truediv,
+                                operator.pow])
+def test_a_python_complex_with_a_float64_element_is_pythons_complex_arithmetic(op):
+    # np.float64 is a float: complex's own operator takes it, giving a Python complex (and
+    # ZeroDivisionError for 1j / 0.0). The compiled call gave np.complex128 (nan+infj).
+    def mixed(x):
+        return op(0.5 + 1j, x[1])
+
+    compiled = fusejit.compile(mixed)
+    for x in (np.array([1.0, 2.0]), np.array([1.0, -3.0]), np.array([1.0, 2.0])):
+        assert_bitwise(mixed(x), compiled(x))
+    zero = np.array([1.0, 0.0])
+    if op is operator.truediv:
+        for _ in range(2):
+            with pytest.raises(ZeroDivisionError):
+                compiled(zero)
+    else:
+        assert_bitwise(mixed(zero), compiled(zero))
+
+
 def _scalar_pairs():
     for left in PY_SCALARS:
         for right in PY_SCALARS:
