@@ -147,13 +147,14 @@ def isfinite(x):
 
 @_device
 def fmaximum(a, b):
-    # np.maximum: a NaN in either operand propagates.
-    return a if (a >= b or a != a) else b
+    # np.maximum: a NaN in either operand propagates; equal operands (-0.0 and +0.0) give b,
+    # as NumPy's loops and the CPU kernels do.
+    return a if (a > b or a != a) else b
 
 
 @_device
 def fminimum(a, b):
-    return a if (a <= b or a != a) else b
+    return a if (a < b or a != a) else b
 
 
 @_device

@@ -138,3 +138,17 @@ def test_a_signature_that_runs_eagerly_writes_into_its_device_arguments():
         compiled(d)
         np.testing.assert_array_equal(d.copy_to_host(), np.ones((2, 3), np.float32))
     assert compiled.cache_info()["eager_calls"] >= 2
+
+
+def test_signed_zeros_of_maximum_minimum_and_clip_follow_numpy():
+    # np.maximum/np.minimum give the second of two equal operands (-0.0, +0.0); np.clip with
+    # single-valued bounds keeps the value. The CUDA kernels gave the first.
+    def extremes(a, b):
+        return np.maximum(a, b), np.minimum(a, b), np.clip(a, 0.0, 1.0), np.clip(a, b, 1.0)
+
+    a = np.array([-0.0, 0.0, -0.0, 0.0, np.nan], np.float32)
+    b = np.array([0.0, -0.0, -0.0, 0.0, 1.0], np.float32)
+    expected, replayed, _, _ = run_twice(extremes, (a, b), {})
+    for want, got in zip(expected, replayed, strict=True):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.signbit(got)[:4], np.signbit(want)[:4])
