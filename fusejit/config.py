@@ -137,10 +137,18 @@ def cache_dir() -> Path:
 
 @functools.cache
 def fallback_dir(wanted: str) -> Path:
+    import atexit
     import logging
     import tempfile
     path = Path(tempfile.mkdtemp(prefix="fusejit-cache-"))
     logging.getLogger("fusejit.cache").warning(
         "cache directory %s is not writable; compiling into %s for this process only",
         wanted, path)
+    atexit.register(_remove_at_exit, path, os.getpid())   # one per process, not one per run
     return path
+
+
+def _remove_at_exit(path: Path, owner: int) -> None:
+    import shutil
+    if os.getpid() == owner:   # not a forked child, which inherits the handler
+        shutil.rmtree(path, ignore_errors=True)

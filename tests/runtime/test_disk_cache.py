@@ -2,6 +2,7 @@
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -187,6 +188,8 @@ def test_read_only_cache_location_compiles_in_memory_and_warns_once():
     result = run("/proc/fusejit-cache")  # not writable, even by root
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("is not writable") == 1
+    used = re.search(r"compiling into (\S+) for this process only", result.stderr)[1]
+    assert not Path(used).exists()   # deleted at exit: one leaked per process before
 
 
 def test_eviction_deletes_least_recently_used_files_until_the_bound(tmp_path):
