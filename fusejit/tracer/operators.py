@@ -45,13 +45,28 @@ def _defers_to_sequence(self, other, ufunc) -> bool:
     return self.weak or ufunc is np.multiply
 
 
+def _scalar_ufunc(ufunc, py_op, a, b, scalar):
+    """``ufunc(a, b)``; where NumPy refuses the types of a NumPy scalar operand, the error its
+    own operator raises (``complex64 // int``: 'unsupported operand type(s) for //'), not the
+    ufunc's ('ufunc 'floor_divide' not supported for the input types')."""
+    try:
+        return ufunc(a, b)
+    except TypeError:
+        if py_op is None or not isinstance(scalar.value, np.generic):
+            raise
+        values = [x.value if isinstance(x, Tracer) else x for x in (a, b)]
+        with np.errstate(all="ignore"):
+            py_op(*values)   # raises the eager TypeError
+        raise
+
+
 def _binary(ufunc, py_op=None):
     def forward(self, other):
         if _defers_to_sequence(self, other, ufunc):
             return NotImplemented
         if py_op is not None and self.weak and _is_weak(other):
             return _weak_arith(py_op, ufunc, self, other)
-        return ufunc(self, other)
+        return _scalar_ufunc(ufunc, py_op, self, other, self)
 
     def reflected(self, other):
         if _defers_to_sequence(self, other, ufunc):
@@ -62,7 +77,7 @@ def _binary(ufunc, py_op=None):
             # np.float64 is a float: ``1j + x[1]`` is Python's complex arithmetic (a complex,
             # ZeroDivisionError for ``1j / 0.0``), not NumPy's, so on the guarded value.
             return py_op(other, guarded_value(self))
-        return ufunc(other, self)
+        return _scalar_ufunc(ufunc, py_op, other, self, self)
 
     def inplace(self, other):
         if not isinstance(self.value, np.ndarray):
@@ -131,7 +146,7 @@ def _divmod(self, other, reflected=False):
     a, b = (other, self) if reflected else (self, other)
     if self.weak and _is_weak(other):
         return a // b, a % b
-    return np.divmod(a, b)
+    return _scalar_ufunc(np.divmod, divmod, a, b, self)
 
 
 Tracer.__divmod__ = _divmod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 import warnings
 
 import numpy as np
@@ -321,6 +322,20 @@ def test_a_python_complex_with_a_float64_element_is_pythons_complex_arithmetic(o
                 compiled(zero)
     else:
         assert_bitwise(mixed(zero), compiled(zero))
+
+
+@pytest.mark.parametrize("body", [lambda x: x[1] // 3, lambda x: 3 // x[1],
+                                  lambda x: x[1] % 2, lambda x: divmod(x[1], 2)])
+def test_numpy_scalar_operators_refusing_their_types_raise_numpys_own_error(body):
+    # 'unsupported operand type(s) for //: 'numpy.complex64' and 'int'', not the ufunc's
+    # 'ufunc 'floor_divide' not supported for the input types'.
+    x = np.array([1 + 2j, 3 - 1j], np.complex64)
+    with pytest.raises(TypeError) as eager:
+        body(x)
+    compiled = fusejit.compile(body)
+    for _ in range(2):
+        with pytest.raises(TypeError, match=re.escape(str(eager.value))):
+            compiled(x)
 
 
 def _scalar_pairs():
