@@ -20,6 +20,7 @@ from .entries import (
     ALIASED,
     INTERNAL_ERRORS,
     MISS,
+    NOT_AN_ARRAY,
     RETRACE,
     CompiledEntry,
     EagerEntry,
@@ -158,6 +159,9 @@ class CompiledFunction:
             result = tree.run(leaves) if tried else MISS
             if result is ALIASED:
                 return self._run_aliased(fn, args, kwargs)
+            if result is NOT_AN_ARRAY:
+                return self._run_eager(fn, args, kwargs, "a captured array was rebound to a "
+                                       "value that is not an array")
             if result is not MISS and result is not RETRACE:
                 return self._hit(tree, result, args, kwargs)
             if tree.eager is not None and result is not RETRACE:
@@ -197,6 +201,8 @@ class CompiledFunction:
                 result = tree.run(leaves)
                 if result is ALIASED:
                     return self._run_aliased(fn, args, kwargs)
+                if result is NOT_AN_ARRAY:
+                    return self._run_eager(fn, args, kwargs, "a captured array is not an array")
                 if result is not MISS and result is not RETRACE:
                     return self._hit(tree, result, args, kwargs)
             try:

@@ -27,6 +27,9 @@ MISS = object()     # no compiled path's guards hold for this call
 # eagerly. Other errors trace again, to raise NumPy's.
 INTERNAL_ERRORS = (SyntaxError, NameError, AttributeError, AssertionError)
 ALIASED = object()  # an array the program writes shares memory with another input: eager
+# A captured global or attribute is no longer an array (rebound to a float): eager, this call.
+# A trace would freeze the number with no guard, and answer for every later value.
+NOT_AN_ARRAY = object()
 
 
 @dataclass
@@ -51,8 +54,10 @@ class CompiledEntry:
         except SizeChanged as changed:   # another path may have looped as many times
             raise GuardFailed(str(changed)) from None
         for capture, array in zip(trace.captures, captured, strict=True):
-            if not isinstance(array, np.ndarray) or array.shape != capture.type.shape or \
-                    array.dtype != capture.type.dtype:   # None, or rebound to a float
+            if array is not None and not isinstance(array, np.ndarray):
+                return NOT_AN_ARRAY
+            if array is None or array.shape != capture.type.shape or \
+                    array.dtype != capture.type.dtype:
                 return RETRACE
             if capture.aliases and not capture.aliases_hold(leaves, array):
                 raise GuardFailed(f"{capture.description} and its aliases no longer hold "

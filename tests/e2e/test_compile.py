@@ -127,16 +127,19 @@ CAPTURED = np.ones(4, np.float32)
 REBOUND = np.ones(4)
 
 
-def test_a_global_array_rebound_to_a_number_and_back_is_traced_again():
+def test_a_global_array_rebound_to_a_number_and_back_is_read_again():
     # Replaying with the number raised AttributeError ('float' object has no attribute
-    # 'shape') and the signature ran eagerly from then on.
+    # 'shape') and the signature ran eagerly from then on. A trace with the number would
+    # freeze it with no guard: the calls with a number run eagerly.
     global REBOUND
 
     def add_global(x):
         return x * 2.0 + REBOUND
 
     compiled, x = fusejit.compile(add_global), np.arange(4.0)
-    for value in (np.ones(4), np.ones(4), 4.0, np.ones(4), [1.0, 2.0, 3.0, 4.0], np.float32(3)):
+    values = (np.ones(4), np.ones(4), 4.0, np.ones(4), [1.0, 2.0, 3.0, 4.0], np.float32(3),
+              np.full(4, 5.0, np.float32), 2.0, np.full(4, 7.0, np.float32), np.ones(4))
+    for value in values:
         REBOUND = value
         for _ in range(2):
             assert_same(add_global(x), compiled(x))
