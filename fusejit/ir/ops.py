@@ -116,9 +116,10 @@ _binary("min", np.minimum, {"f": "fminimum({0}, {1})", "*": "min({0}, {1})"},
         commutative=True)
 # np.clip's two halves: a value equal to the bound is kept (its sign of zero, not the bound's),
 # a NaN value or bound gives NaN; np.maximum/np.minimum give the second operand on a tie.
-_binary("clamp_lo", lambda x, lo: np.clip(x, lo, None),
+# (np.clip with a None bound is np.maximum's rule: the references spell clip's out.)
+_binary("clamp_lo", lambda x, lo: np.where((x >= lo) | (x != x), x, lo),
         {"f": "fclamp_lo({0}, {1})", "*": "max({0}, {1})"})
-_binary("clamp_hi", lambda x, hi: np.clip(x, None, hi),
+_binary("clamp_hi", lambda x, hi: np.where((x <= hi) | (x != x), x, hi),
         {"f": "fclamp_hi({0}, {1})", "*": "min({0}, {1})"})
 _binary("fmax", np.fmax, {"f": "ffmax({0}, {1})", "*": "max({0}, {1})"}, commutative=True)
 _binary("fmin", np.fmin, {"f": "ffmin({0}, {1})", "*": "min({0}, {1})"}, commutative=True)

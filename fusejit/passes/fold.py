@@ -170,9 +170,9 @@ def cast_cast(node: Node, ctx):
     (x,) = inner.inputs
     if not is_exact_cast(x.type.dtype, inner.out.type.dtype):
         return None
-    if x.type.dtype.kind == "f" and node.out.type.dtype.kind in "iu":
+    if x.type.dtype.kind in "fc" and node.out.type.dtype.kind in "iu":
         return None   # NumPy's NaN and out-of-range results depend on the float type converted
-    if inner.out.type.dtype.kind == "f" and node.out.type.dtype.kind in "iu" and \
+    if inner.out.type.dtype.kind in "fc" and node.out.type.dtype.kind in "iu" and \
             not is_exact_cast(x.type.dtype, node.out.type.dtype):
         return None   # uint32 -> float64 -> int8 saturates or is invalid; uint32 -> int8 wraps
     if x.type.dtype == node.out.type.dtype and ctx.may_forward(node, x):

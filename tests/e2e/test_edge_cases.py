@@ -111,6 +111,7 @@ BOUNDS = np.array([0.0, -0.0, 1.0, -1.0], F32)
     ("clip_high", lambda a, b: np.clip(a, -1.0, 0.0)),
     ("clip_neg_high", lambda a, b: np.clip(a, -1.0, -0.0)),
     ("clip_method", lambda a, b: 1.0 / a.clip(b[0], b[2])),
+    ("clip_constant", lambda a, b: 1.0 / np.clip(np.full(4, -0.0, F32), 0.0, 1.0) + a),
     # ... and gives the bound when a bound is an array, or absent (np.maximum/np.minimum)
     ("clip_array_bounds", lambda a, b: np.clip(a, b, 1.0)),
     ("clip_one_bound", lambda a, b: (np.clip(a, 0.0, None), np.clip(a, None, -0.0))),
