@@ -111,13 +111,13 @@ def run_demo(args) -> int:
 
 def run_dump(args) -> int:
     import fusejit
-    module, fn = load_function(args.function)
-    call_args, call_kwargs = build_arguments(fn, args.arg, module)
     _check_format(args)
-    # Tracing and the passes are the same for both targets; only the kernels differ, and the
-    # CUDA ones can be generated (and assembled with ptxas) without a GPU.
-    compiled = fusejit.compile(fn, target="cpu")
-    with _user_output_to_stderr():
+    with _user_output_to_stderr():   # also what the model file prints when imported
+        module, fn = load_function(args.function)
+        call_args, call_kwargs = build_arguments(fn, args.arg, module)
+        # Tracing and the passes are the same for both targets; only the kernels differ, and
+        # the CUDA ones can be generated (and assembled with ptxas) without a GPU.
+        compiled = fusejit.compile(fn, target="cpu")
         entry = compiled.entry_for(*call_args, **call_kwargs)
         text = _dump_text(compiled, entry, args, call_args, call_kwargs)
     _emit(text, args.output)
@@ -228,9 +228,9 @@ def _bench_function(args) -> int:
     import fusejit
 
     from .benchtools import bench_function, compile_latency
-    module, fn = load_function(args.function)
-    call_args, call_kwargs = build_arguments(fn, args.arg, module)
     with _user_output_to_stderr():   # the function's own errors surface here, first
+        module, fn = load_function(args.function)
+        call_args, call_kwargs = build_arguments(fn, args.arg, module)
         timings = bench_function(fusejit.compile(fn), fn, call_args, call_kwargs, args.repeat)
         report = {**compile_latency(args.function, args.arg), **timings}
     print(json.dumps(report, indent=2) if args.json else report_text(report))

@@ -238,6 +238,13 @@ def test_usage_errors_exit_2_with_one_line_on_stderr(argv, message):
 USER_MODEL = '''
 import numpy as np
 
+print("importing the model")
+
+
+def example_args():
+    print("making the arguments")
+    return (np.ones((4, 8), np.float32),)
+
 
 def chatty(x):
     print("debug:", x.shape)
@@ -257,11 +264,12 @@ def user_model(tmp_path):
 
 
 def test_the_users_prints_go_to_stderr_and_json_stays_json(user_model, tmp_path):
-    result = fusejit("dump", f"{user_model}:chatty", "--arg", "x=f32[4,8]", "--format", "json",
-                     cache_dir=tmp_path / "cache")
-    assert result.returncode == 0, result.stderr
-    json.loads(result.stdout)
-    assert "debug: (4, 8)" in result.stderr
+    for arguments in (["--arg", "x=f32[4,8]"], []):   # [] : example_args() prints too
+        result = fusejit("dump", f"{user_model}:chatty", *arguments, "--format", "json",
+                         cache_dir=tmp_path / "cache")
+        assert result.returncode == 0, result.stderr
+        json.loads(result.stdout)
+        assert "debug: (4, 8)" in result.stderr and "importing the model" in result.stderr
 
 
 @pytest.mark.parametrize("flags", [["--stage", "source"], ["--why"],
@@ -286,8 +294,9 @@ def test_bench_of_a_function_that_raises_names_its_error(user_model):
     # Before: the last 300 characters of a compile probe's traceback.
     result = fusejit("bench", f"{user_model}:boom", "--arg", "x=f32[10]")
     assert result.returncode == 1
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "RuntimeError: the model broke" in lines[0], result.stderr
+    lines = result.stderr.strip().splitlines()   # what the model prints, then one line
+    assert lines[0] == "importing the model", result.stderr
+    assert len(lines) == 2 and "RuntimeError: the model broke" in lines[1], result.stderr
 
 
 def test_a_closed_pipe_ends_the_command_quietly(user_model, tmp_path):
