@@ -70,10 +70,14 @@ def cpu_has(feature: str) -> bool:
 
 @functools.cache
 def _cpu_features() -> str:
-    """The feature string Numba compiles for (``NUMBA_CPU_FEATURES``, else the host's)."""
+    """The feature string Numba compiles for: ``NUMBA_CPU_FEATURES``; none where
+    ``NUMBA_CPU_NAME`` names a CPU without them (``generic``, for portable caches); else the
+    host's."""
     from numba.core import config as numba_config
     if numba_config.CPU_FEATURES:
         return numba_config.CPU_FEATURES
+    if numba_config.CPU_NAME:
+        return ""
     import llvmlite.binding as llvm
     return llvm.get_host_cpu_features().flatten()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -276,6 +277,16 @@ class CompiledKernel:
 # neither OpenMP nor TBB is installed) aborts the process when two threads enter parallel
 # regions at once; with OpenMP, two regions at once only oversubscribe the cores.
 _PARALLEL_REGION = threading.Lock()
+
+
+def _new_region_lock() -> None:
+    # A child forked while another thread held the lock would otherwise run serial variants
+    # for the rest of its life.
+    global _PARALLEL_REGION
+    _PARALLEL_REGION = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_region_lock)
 
 
 def _one_at_a_time(parallel, serial):

@@ -30,7 +30,6 @@ import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
-import llvmlite.binding as llvm
 import numba
 import numpy as np
 from llvmlite import ir
@@ -43,7 +42,7 @@ _inline = numba.njit(inline="always", fastmath=False, error_model="numpy")
 
 # Horner steps as fused multiply-adds (one rounding each, one instruction) where the CPU has
 # them; elsewhere llvm.fma would become a libm call per element.
-_HAS_FMA = bool(llvm.get_host_cpu_features().get("fma"))
+_HAS_FMA = config.cpu_has("fma")
 # AVX-512's vscalefps/vscalefpd multiply by 2**k with one rounding, overflow and subnormal
 # results included, and keep NaN: LLVM lowers llvm.ldexp to them. Elsewhere ldexp is a libm
 # call per element, and exp scales through the exponent bits instead (``_scale_f32``,

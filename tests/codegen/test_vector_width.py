@@ -77,3 +77,18 @@ def test_the_call_marks_the_llvm_function():
     group = definition.rsplit("#", 1)[1].split()[0]        # optimized IR: attributes #0 = {...}
     attributes = next(line for line in lines if line.startswith(f"attributes #{group} "))
     assert '"prefer-vector-width"="512"' in attributes
+
+
+def test_a_generic_numba_cpu_has_no_features(monkeypatch):
+    # NUMBA_CPU_NAME=generic (portable caches) compiles for no features: fusejit took the
+    # host's and chose AVX-512 forms that became libm calls per element.
+    from numba.core import config as numba_config
+    monkeypatch.setattr(numba_config, "CPU_NAME", "generic")
+    monkeypatch.setattr(numba_config, "CPU_FEATURES", None)
+    config._cpu_features.cache_clear()
+    try:
+        assert not config.cpu_has("avx512f") and not config.cpu_has("fma")
+        assert config.vector_bits() is None
+    finally:
+        monkeypatch.undo()
+        config._cpu_features.cache_clear()

@@ -198,3 +198,15 @@ def test_threads_running_parallel_kernels_at_once_under_the_workqueue_layer(tmp_
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["workqueue", "0"]
+
+
+def test_a_forked_child_gets_a_free_parallel_region_lock():
+    # A child forked while another thread ran a prange variant inherited the held lock and
+    # would have run serial variants only.
+    from fusejit.codegen import kernel
+    held = kernel._PARALLEL_REGION
+    with held:
+        kernel._new_region_lock()   # what os.register_at_fork runs in the child
+        assert kernel._PARALLEL_REGION is not held
+        assert kernel._PARALLEL_REGION.acquire(blocking=False)
+        kernel._PARALLEL_REGION.release()
