@@ -44,6 +44,7 @@ log, trace_log = topic("runtime"), topic("trace")
 # for its own values (a method of the same object). Taken before any function's own lock.
 _TRACING = threading.RLock()
 TARGETS = ("auto", "cpu", "cuda")
+_REBOUND = "a captured array was rebound to a value that is not an array"
 
 
 def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_traces=8,
@@ -73,10 +74,6 @@ def _compiled(fn, options):
     return CompiledFunction(fn, **options)
 
 
-def _unpickled(fn, options):
-    return CompiledFunction(fn, **options)
-
-
 def _resolve_target(target: str) -> str:
     """``auto`` means CUDA only when a real GPU is usable; ``cuda`` without one is an error."""
     if target not in TARGETS:
@@ -103,8 +100,7 @@ class CompiledFunction:
             if not hasattr(self, name):
                 setattr(self, name, getattr(getattr(fn, "func", fn), name, type(fn).__name__))
         self.fn, self.target = fn, _resolve_target(target)
-        self._options = dict(target=target, static_argnames=static_argnames, cache=cache,
-                             max_traces=max_traces, fastmath=fastmath, freeze=freeze)
+        self._asked_target = target   # "auto" picks again where the function is unpickled
         self.static_argnames, self.max_traces = static_argnames, max_traces
         self.fastmath, self.cache = fastmath, cache
         self._signature = inspect.signature(fn)
@@ -131,7 +127,10 @@ class CompiledFunction:
             holder = getattr(holder, part, None)
         if holder is self:
             return self.__qualname__
-        return (_unpickled, (self.fn, self._options))
+        options = dict(target=self._asked_target, static_argnames=self.static_argnames,
+                       cache=self.cache, max_traces=self.max_traces, fastmath=self.fastmath,
+                       freeze=False)   # a compiled function never has freeze=True
+        return (_compiled, (self.fn, options))
 
     def __copy__(self):
         return self
@@ -160,8 +159,7 @@ class CompiledFunction:
             if result is ALIASED:
                 return self._run_aliased(fn, args, kwargs)
             if result is NOT_AN_ARRAY:
-                return self._run_eager(fn, args, kwargs, "a captured array was rebound to a "
-                                       "value that is not an array")
+                return self._run_eager(fn, args, kwargs, _REBOUND)
             if result is not MISS and result is not RETRACE:
                 return self._hit(tree, result, args, kwargs)
             if tree.eager is not None and result is not RETRACE:
@@ -202,7 +200,7 @@ class CompiledFunction:
                 if result is ALIASED:
                     return self._run_aliased(fn, args, kwargs)
                 if result is NOT_AN_ARRAY:
-                    return self._run_eager(fn, args, kwargs, "a captured array is not an array")
+                    return self._run_eager(fn, args, kwargs, _REBOUND)
                 if result is not MISS and result is not RETRACE:
                     return self._hit(tree, result, args, kwargs)
             try:
