@@ -4,6 +4,11 @@
 (``FUSEJIT_LOG=fusion,guards,cache``) turns on debug output for just those: ``trace``,
 ``fusion``, ``guards``, ``cache``, ``compile``, ``runtime``. With ``FUSEJIT_LOG`` set, fusejit
 prints its records to stderr itself and does not pass them on to the root logger.
+
+Numba's own loggers log every compiler step at debug level (thousands of records per kernel, and
+the formatting slows compiling down). Unless the application has set a level on the ``numba``
+logger, importing fusejit sets it to WARNING, so ``logging.basicConfig(level=logging.DEBUG)``
+shows fusejit's records without Numba's.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNI
 
 def configure(spec: str | None = None) -> None:
     """Apply ``FUSEJIT_LOG`` (or ``spec``); without either, leave logging to the application."""
+    quiet_numba()
     spec = os.environ.get("FUSEJIT_LOG", "") if spec is None else spec
     words = [w.strip().lower() for w in spec.split(",") if w.strip()]
     if not words:
@@ -36,6 +42,13 @@ def configure(spec: str | None = None) -> None:
         else:
             root.warning("FUSEJIT_LOG: unknown level or topic %r (topics: %s)", word,
                          ", ".join(TOPICS))
+
+
+def quiet_numba() -> None:
+    """Keep Numba's compiler-internal debug records out of the application's logs."""
+    numba_logger = logging.getLogger("numba")
+    if numba_logger.level == logging.NOTSET:
+        numba_logger.setLevel(logging.WARNING)
 
 
 def topic(name: str) -> logging.Logger:
