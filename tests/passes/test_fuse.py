@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusejit.ir import Graph, Lit, Loc, Node, TensorType, Var, interpret, ops, verify
-from fusejit.passes.fuse import fuse
+from fusejit.passes.fuse import MAX_KERNEL_OPS, SIZE_LIMIT, fuse, kernel_cost
 from fusejit.passes.fusion_rules import FULL_EXTENT, SIMD_IN_NUMPY
 from tests.strategies import graphs, inputs_for
 
@@ -200,6 +200,30 @@ def test_different_shapes_refused_with_reason():
     reasons = [r.reason for r in result.stats["refusals"]]
     assert "different shape (f32[8] vs f32[4,8])" in reasons
     check_same(graph, result.graph, rand(4, 8), rand(8))
+
+
+def _chain(ops_per_step, steps):
+    b = Builder()
+    v = x = b.arg((4, 8))
+    for step in range(steps):
+        v = b(ops_per_step[step % len(ops_per_step)], v)
+        v = b("mul", v, lit(0.5))
+    return b.graph(v), x
+
+
+@pytest.mark.parametrize("ops_per_step, steps, kernel_nodes", [
+    (("neg", "abs"), 150, [128, 128, 44]),                 # 300 plain ops
+    (("tanh", "exp", "log1p"), 40, [28, 28, 24]),        # vector math counts 8: 14 + 14 + 12
+])
+def test_a_long_chain_is_cut_at_the_kernel_size_limit(ops_per_step, steps, kernel_nodes):
+    graph, _ = _chain(ops_per_step, steps)
+    result = fuse(graph)
+    kernels = fused_nodes(result.graph)
+    assert [len(k.attr["body"].nodes) for k in kernels] == kernel_nodes
+    assert all(kernel_cost(k.attr["body"].nodes) <= MAX_KERNEL_OPS for k in kernels)
+    assert SIZE_LIMIT + ": Numba compile time grows with it" in [
+        r.reason for r in result.stats["refusals"]]
+    check_same(graph, result.graph, rand(4, 8))
 
 
 def _sin_between_kernels(dtype):
