@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import traceback
+from pathlib import Path
 
 from . import __version__, config
 from .cli_args import CliError, build_arguments, load_function
@@ -250,12 +251,31 @@ def run_cache(args) -> int:
         return 1
     if args.action == "clear":
         return _clear_cache(root)
-    files = [p for own in config.own_dirs(root) for p in own.rglob("*") if p.is_file()]
-    size = sum(p.stat().st_size for p in files)
+    files, size, unreadable = _cache_files(root)
     kernels = [p for p in files if p.suffix == ".py" and p.parent.name == "kernels"]
     print(f"cache directory: {root}\nversion tag: {config.version_tag()}\n"
           f"kernel sources: {len(kernels)}\nfiles: {len(files)}\nsize: {size / 2**20:.2f} MiB")
+    if unreadable:
+        print(f"unreadable: {len(unreadable)} (not counted above; first: {unreadable[0]})")
     return 0
+
+
+def _cache_files(root) -> tuple[list[Path], int, list[str]]:
+    """The files under fusejit's version directories, their total size, and the paths that
+    could not be listed or measured (a folder without read permission, a file removed
+    meanwhile)."""
+    files, size, unreadable = [], 0, []
+    for own in config.own_dirs(root):
+        for folder, _, names in os.walk(own, onerror=lambda e: unreadable.append(e.filename)):
+            for name in names:
+                path = Path(folder, name)
+                try:
+                    size += path.stat().st_size
+                except OSError:
+                    unreadable.append(str(path))
+                    continue
+                files.append(path)
+    return files, size, unreadable
 
 
 def _clear_cache(root) -> int:

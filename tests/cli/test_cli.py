@@ -166,6 +166,27 @@ def test_cache_clear_that_cannot_remove_a_file_fails(tmp_path, monkeypatch, caps
     assert "could not clear" in capsys.readouterr().err and (own / "kernel.py").exists()
 
 
+def test_cache_info_names_a_folder_it_could_not_read(tmp_path, monkeypatch, capsys):
+    from fusejit import cli
+    own = tmp_path / "fj0.0+abc-nb0.68"
+    (own / "kernels").mkdir(parents=True)
+    (own / "kernels" / "k.py").write_text("x = 1\n")
+    (own / "programs").mkdir()
+    scandir = os.scandir
+
+    def refuse_programs(path):
+        if Path(path).name == "programs":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setenv("FUSEJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(os, "scandir", refuse_programs)
+    assert cli.main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel sources: 1\nfiles: 1\n" in out
+    assert f"unreadable: 1 (not counted above; first: {own / 'programs'})" in out
+
+
 def test_cache_commands_refuse_a_cache_directory_that_is_a_file(tmp_path):
     plain = tmp_path / "not-a-dir"
     plain.write_text("x")
