@@ -22,9 +22,18 @@ class KernelInfo:
     intermediates: int         # values computed in registers, never materialized
 
     def summary(self) -> str:
-        ops_text = ", ".join(f"{op}@{_loc(loc)}" for op, loc in self.source_ops)
-        return (f"{self.name}  [{self.kind}] fuses {len(self.source_ops)} ops, "
-                f"{self.intermediates} never materialized: {ops_text}")
+        """The kernel's name, kind and counts, then its ops under each source line, in order:
+        ``    model.py:23 (block/layer_norm)  sum cast mul``."""
+        count = len(self.source_ops)
+        lines = [f"{self.name}  [{self.kind}] fuses {count} op{'s' * (count != 1)}, "
+                 f"{self.intermediates} never materialized:"]
+        runs: list[tuple[object, list[str]]] = []
+        for op, loc in self.source_ops:
+            if not runs or runs[-1][0] != loc:
+                runs.append((loc, []))
+            runs[-1][1].append(op)
+        lines += [f"    {_loc(loc)}  {' '.join(names)}" for loc, names in runs]
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
