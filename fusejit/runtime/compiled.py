@@ -430,7 +430,8 @@ def _note_user_line(exc: BaseException, name: str) -> None:
     frame, where = exc.__traceback__, None
     while frame is not None:
         filename = frame.tb_frame.f_code.co_filename
-        library = filename.startswith(stdlib) and "-packages" not in filename
+        library = (filename.startswith(stdlib) and "-packages" not in filename
+                   or filename.endswith(".pyx"))         # Cython: NumPy's random module
         if not filename.startswith(skip) and "scipy" not in filename and not library:
             where = f"{filename}:{frame.tb_lineno} ({frame.tb_frame.f_code.co_name})"
         frame = frame.tb_next

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import UnsupportedError
 from ..ir import Graph, TensorType, Var
 from . import audit, capture_proxies, returned_containers
 from .captures import Capture, Roots
@@ -16,7 +17,11 @@ from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
 from .returned_views import written
 from .side_effects import AttrWrite, detect, snapshot
-from .tracer import Tracer
+from .tracer import Tracer, needs_ndarray
+
+NDARRAY_ONLY = ("NumPy's compiled code needs an ndarray and was given a traced array ({}); "
+                "fusejit cannot follow it: call it outside the compiled function, or pass its "
+                "result in as an argument")
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,13 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     raised = True
     try:
         with traced_conversions(), capture_proxies.proxied(fn, recorder, leaves, hints) as body:
-            result = body(*proxy_args, **proxy_kwargs)
+            try:
+                result = body(*proxy_args, **proxy_kwargs)
+            except (ValueError, NotImplementedError) as exc:
+                if needs_ndarray(exc):
+                    refused = UnsupportedError(NDARRAY_ONLY.format(exc))
+                    raise refused.with_traceback(exc.__traceback__) from exc
+                raise
         raised = False
     finally:
         set_active(None)

@@ -8,15 +8,41 @@ result.
 """
 from __future__ import annotations
 
+import dis
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import EagerFallback
+from ..errors import EagerFallback, UnsupportedError
 from . import guards
 from .context import active
 from .loc import called_from_user
 from .text import Raised, TextRead, TextSource, TracedText
+
+# Compiled code that finds no ndarray treats the proxy as a generic sequence:
+# np.random's shuffle swaps rows by ``x[i], x[j] = x[j], x[i]``, which with views duplicates
+# rows where NumPy's own ndarray path swaps them. Such code stores without a subscript opcode.
+COMPILED_WRITE = ("a traced array is written by compiled code that fusejit cannot follow "
+                  "(np.random's shuffle treats it as a generic sequence, not an ndarray): "
+                  "shuffle outside the compiled function, or pass a permutation in as an "
+                  "argument and index with it")
+# Messages of NumPy's compiled code refusing an object that is not an ndarray.
+NEEDS_NDARRAY = ("Numpy IterAllButAxis requires an ndarray",
+                 "Axis argument is only supported on ndarray objects")
+_STORE_OPCODES = frozenset(dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE")
+                           if name in dis.opmap)
+
+
+def _python_store(frame) -> bool:
+    """Whether ``frame`` (the caller of ``__setitem__``) is executing a subscript store, as
+    opposed to calling a compiled function that stores into the proxy."""
+    return frame.f_code.co_code[frame.f_lasti] in _STORE_OPCODES
+
+
+def needs_ndarray(exc: BaseException) -> bool:
+    """``exc`` is NumPy's compiled code refusing a proxy because it is not an ndarray."""
+    return isinstance(exc, (ValueError, NotImplementedError)) and str(exc) in NEEDS_NDARRAY
 
 
 @dataclass
@@ -231,6 +257,8 @@ class Tracer:
 
     def __setitem__(self, key, value):
         from .indexing import setitem
+        if active() is not None and not _python_store(sys._getframe(1)):
+            raise UnsupportedError(COMPILED_WRITE)
         setitem(self, key, value)
 
 

@@ -1,4 +1,5 @@
 """Behaviours that tracing changes, one test each, stating what fusejit does (STYLE.md)."""
+import inspect
 import json
 import math
 
@@ -717,3 +718,46 @@ def test_math_functions_of_item_values_raise_where_python_raises(body, bad, erro
     for fn in (body, compiled):
         with pytest.raises(error):
             fn(np.array(bad))
+
+
+def _shuffle_rows(x):
+    np.random.default_rng(0).shuffle(x)
+    return x
+
+
+def _shuffle_copy_legacy(x):
+    y = x * 2
+    np.random.shuffle(y)
+    return y
+
+
+def _permuted(x):
+    return np.random.default_rng(0).permuted(x, axis=1)
+
+
+def _shuffle_along(x):
+    y = x.copy()
+    np.random.default_rng(0).shuffle(y, axis=1)
+    return y
+
+
+def _random_line(fn):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(k for k, line in enumerate(lines) if "np.random" in line)
+
+
+@pytest.mark.filterwarnings("ignore:you are shuffling a 'Tracer' object")
+@pytest.mark.parametrize("fn, shape", [(_shuffle_rows, (4, 2)), (_shuffle_rows, (6,)),
+                                       (_shuffle_copy_legacy, (4, 2)), (_permuted, (2, 3)),
+                                       (_shuffle_along, (2, 3))])
+def test_shuffling_a_traced_array_is_refused_before_it_changes_anything(fn, shape):
+    # np.random's compiled code takes its generic path for the proxy: `x[i], x[j] = x[j], x[i]`
+    # duplicated rows (views) where NumPy's ndarray path swaps them, in the caller's array too.
+    x = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    compiled = fusejit.compile(fn)
+    for _ in range(2):
+        with pytest.raises(fusejit.UnsupportedError, match="compiled function") as raised:
+            compiled(x)
+        assert f"test_footguns.py:{_random_line(fn)} ({fn.__name__})" in raised.value.__notes__[-1]
+    assert_same(np.arange(x.size, dtype=np.float64).reshape(shape), x)
+    assert compiled.cache_info()["traces"] == 0
