@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import numbers
 import sys
 import threading
 import time
@@ -59,6 +60,9 @@ def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_trace
     ``fastmath``: reserved; kernels are always IEEE-exact today (reductions reassociate only).
     ``freeze``: not implemented yet (raises).
     """
+    if isinstance(static_argnames, str):   # one name, as jax.jit takes it
+        static_argnames = (static_argnames,)
+    _check_max_traces(max_traces)
     options = dict(target=target, static_argnames=tuple(static_argnames), cache=cache,
                    max_traces=max_traces, fastmath=fastmath, freeze=freeze)
     if fn is None:
@@ -72,6 +76,25 @@ def _compiled(fn, options):
     if isinstance(fn, (staticmethod, classmethod)):
         return type(fn)(CompiledFunction(fn.__func__, **options))
     return CompiledFunction(fn, **options)
+
+
+def _check_max_traces(max_traces) -> None:
+    if isinstance(max_traces, bool) or not isinstance(max_traces, numbers.Integral):
+        raise TypeError(f"max_traces must be an int, not {type(max_traces).__name__}")
+    if max_traces < 1:
+        raise ValueError(f"max_traces must be at least 1, not {max_traces}")
+
+
+def _check_static_argnames(names, signature, qualname) -> None:
+    """Each name is a string naming a parameter (any name, with ``**kwargs``)."""
+    params = signature.parameters
+    open_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"static_argnames holds {name!r}; it takes parameter names")
+        if name not in params and not open_kwargs:
+            raise ValueError(f"static_argnames names {name!r}, which is not a parameter of "
+                             f"{qualname}{signature}")
 
 
 def _resolve_target(target: str) -> str:
@@ -104,6 +127,7 @@ class CompiledFunction:
         self.static_argnames, self.max_traces = static_argnames, max_traces
         self.fastmath, self.cache = fastmath, cache
         self._signature = inspect.signature(fn)
+        _check_static_argnames(static_argnames, self._signature, self.__qualname__)
         self._churn = StaticChurn(self.__qualname__, self._signature)
         self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}

@@ -1,8 +1,10 @@
-"""A compiled function is one object, like the function it wraps: copies, pickles, methods."""
+"""A compiled function is one object, like the function it wraps: copies, pickles, methods,
+and the options it was given, checked when decorating."""
 import copy
 import pickle
 
 import numpy as np
+import pytest
 
 import fusejit
 from tests.oracle import assert_same
@@ -62,3 +64,34 @@ def test_compile_over_staticmethod_or_classmethod_compiles_the_function_inside()
             assert_same(x * 3, scalers.tripled(x))
             assert_same(x * 4, scalers.quadrupled(x))
             assert_same(x * 5, scalers.quintupled(x))
+
+
+def _scaled(x, n):
+    return x * n
+
+
+@pytest.mark.parametrize("options, error, message", [
+    (dict(max_traces=None), TypeError, "max_traces must be an int, not NoneType"),
+    (dict(max_traces="3"), TypeError, "max_traces must be an int, not str"),
+    (dict(max_traces=1.5), TypeError, "max_traces must be an int, not float"),
+    (dict(max_traces=0), ValueError, "max_traces must be at least 1, not 0"),
+    (dict(static_argnames=("m",)), ValueError,
+     r"static_argnames names 'm', which is not a parameter of _scaled\(x, n\)"),
+    (dict(static_argnames=(1,)), TypeError, "static_argnames holds 1"),
+])
+def test_bad_options_are_refused_when_decorating(options, error, message):
+    with pytest.raises(error, match=message):
+        fusejit.compile(**options)(_scaled)
+
+
+def test_one_static_argname_may_be_a_string_and_any_name_goes_with_kwargs():
+    scaled = fusejit.compile(_scaled, static_argnames="n")
+    x = np.arange(3.0)
+    assert_same(x * 3, scaled(x, 3))
+    assert scaled.static_argnames == ("n",)
+
+    def keyed(x, **options):
+        return x * options["n"]
+
+    compiled = fusejit.compile(keyed, static_argnames=("n",))
+    assert_same(x * 2, compiled(x, n=2))
