@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ir.types import parse_dtype
+from .ir.types import SHORT_NAMES, parse_dtype
 
 _ARRAY_SPEC = re.compile(r"^(?P<dtype>[a-z]+[0-9]*)\[(?P<dims>[0-9, ]*)\]$")
 
@@ -47,8 +47,8 @@ def parse_value(text: str, rng):
         try:
             dtype = parse_dtype(match["dtype"])
         except (KeyError, TypeError) as exc:
-            raise CliError(f"unknown dtype {match['dtype']!r} (use f16 f32 f64 i32 i64 bool)") \
-                from exc
+            raise CliError(f"unknown dtype {match['dtype']!r} (use one of "
+                           f"{' '.join(SHORT_NAMES)})") from exc
         dims = tuple(int(d) for d in match["dims"].replace(" ", "").split(",") if d)
         return random_array(dims, dtype, rng)
     try:

@@ -12,6 +12,7 @@ _SHORT = {
     "complex64": "c64", "complex128": "c128",
 }
 _LONG = {short: long for long, short in _SHORT.items()}
+SHORT_NAMES = tuple(_SHORT.values())
 SUPPORTED_DTYPES = frozenset(np.dtype(name) for name in _SHORT)
 
 
