@@ -50,10 +50,10 @@ def _guard_sizes(*values) -> None:
 
 
 @implements(np.reshape)
-def _reshape(rec, concrete, a, *args, order="C", copy=None, **kwargs):
+def _reshape(rec, concrete, a, shape=None, order="C", *, copy=None, **kwargs):
     if order != "C":
         raise unsupported(f"np.reshape with order={order!r}")
-    _guard_sizes(*args, *kwargs.values())
+    _guard_sizes(shape, *kwargs.values())
     if copy:   # a new array, which later updates of ``a`` do not reach
         reshaped = _reshape_to(np.shape(concrete))(rec, rec.operand(a))
         return wrap(rec, concrete, rec.emit("copy", [reshaped]))

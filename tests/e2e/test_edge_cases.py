@@ -464,6 +464,16 @@ def test_a_fortran_ordered_copy_is_numpys_own():
         assert got[0].flags.f_contiguous
 
 
+def test_reshape_order_passed_by_position_is_kept_on_replays():
+    def reshaped(x):
+        return np.reshape(x, (3, 2), "F"), np.reshape(x.T, (2, 3), "A"), np.reshape(x, (6,), "C")
+
+    compiled = fusejit.compile(reshaped)
+    for k in range(3):
+        x = np.arange(6.0).reshape(2, 3) + 10 * k
+        assert_same(reshaped(x), compiled(x))
+
+
 NUMPY_REDUCTION_RULES = {
     # NumPy squares a complex deviation's magnitude, and divides by n - ddof as a float
     "complex-variance": lambda x: (np.var(x + 1j * x[::-1]), np.std(x * (1 - 2j), axis=1)),
