@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import threading
 
 import numpy as np
@@ -28,6 +29,11 @@ import numpy as np
 from .context import active
 from .tracer import Tracer
 
+# as_strided views the memory of ``np.array(x, copy=None)`` with strides of the user's choice:
+# it gets the array itself, and the signature runs eagerly.
+_AS_STRIDED = np.lib.stride_tricks.as_strided.__code__
+RAW_MEMORY = ("np.lib.stride_tricks.as_strided views the array's raw memory, which fusejit "
+              "does not trace")
 _lock = threading.Lock()
 _depth = 0             # traces running, over all threads
 _originals: dict = {}  # name -> NumPy's function, while wrapped
@@ -64,7 +70,10 @@ def _wrapper(original, convert):
             if type(first) in (list, tuple) and kwargs.get("copy", True) is not False:
                 first = _stacked(first)
                 kwargs = {**kwargs, "copy": None}    # the stack is the new array
-            if _traced_array(first):
+            if _traced_array(first) and sys._getframe(1).f_code is _AS_STRIDED:
+                active().set_fallback(RAW_MEMORY)
+                args = (first.value, *args[1:])
+            elif _traced_array(first):
                 result = convert(first, *args[1:], **kwargs)
                 if result is not NotImplemented:
                     return result

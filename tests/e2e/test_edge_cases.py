@@ -474,6 +474,22 @@ def test_reshape_order_passed_by_position_is_kept_on_replays():
         assert_same(reshaped(x), compiled(x))
 
 
+def test_as_strided_on_a_traced_array_runs_eagerly():
+    from numpy.lib.stride_tricks import as_strided
+
+    def pairs(x):
+        window = as_strided(x, shape=(2, 2), strides=(8, 8), writeable=False)
+        x[0] = -1.0          # seen through the window, as NumPy's view sees it
+        return window * 2
+
+    compiled = fusejit.compile(pairs)
+    for k in range(3):
+        want, got = np.arange(4.0) + k, np.arange(4.0) + k
+        assert_same(pairs(want), compiled(got))
+        assert_same(want, got)
+    assert "as_strided" in str(compiled.explain(np.arange(4.0)))
+
+
 NUMPY_REDUCTION_RULES = {
     # NumPy squares a complex deviation's magnitude, and divides by n - ddof as a float
     "complex-variance": lambda x: (np.var(x + 1j * x[::-1]), np.std(x * (1 - 2j), axis=1)),
