@@ -193,10 +193,25 @@ def guard_divisor(ufunc, divisor) -> None:
     """Python float arithmetic raises ZeroDivisionError where NumPy's gives inf or nan
     (``lr / d``, ``loss % d``): a traced divisor is guarded non-zero, so a call where it is
     zero traces again and raises Python's error."""
+    from .scalars import TracedFloat
     from .tracer import Tracer
+    if isinstance(divisor, TracedFloat) and divisor.live():   # ``lr / x[0].item()``
+        divisor = divisor.tracer
     if ufunc in (np.true_divide, np.floor_divide, np.remainder) and \
             isinstance(divisor, Tracer) and live(divisor) and divisor.value != 0:
         add_guard(divisor.recorder, np.not_equal(divisor, 0).ir_var, "bool", True)
+
+
+def python_divmod(a, b):
+    """``divmod`` of Python floats, one of them traced: ``(a // b, a % b)``, its definition,
+    each traced; a zero divisor raises Python's own error (``float divmod()``)."""
+    from .scalars import TracedFloat
+    from .tracer import Tracer
+    plain = [x.value if isinstance(x, Tracer) else float.__float__(x)
+             if isinstance(x, TracedFloat) else x for x in (a, b)]
+    if plain[1] == 0:
+        divmod(*plain)
+    return a // b, a % b
 
 
 def guard_power(ufunc, result, operands) -> None:

@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from .context import surface
-from .guards import complex_power, guard_divisor, guard_power, guarded_value
+from .guards import complex_power, guard_divisor, guard_power, guarded_value, python_divmod
 from .scalars import TracedFloat
 from .tracer import Tracer
 
@@ -145,7 +145,7 @@ def _divmod(self, other, reflected=False):
     ``(a // b, a % b)`` (its definition); of an array, ``np.divmod``."""
     a, b = (other, self) if reflected else (self, other)
     if self.weak and _is_weak(other):
-        return a // b, a % b
+        return python_divmod(a, b)
     return _scalar_ufunc(np.divmod, divmod, a, b, self)
 
 

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from .context import active, surface
-from .guards import add_guard, complex_power, guard_divisor, guard_power
+from .guards import add_guard, complex_power, guard_divisor, guard_power, python_divmod
 from .text import TextSource, TracedText
 from .tracer import Tracer, remember_text
 
@@ -200,11 +200,11 @@ for _name, (_py_op, _ufunc) in _COMPARE.items():
 
 def _divmod(self, other):
     """``divmod(v, d)``: ``(v // d, v % d)``, Python's definition, each traced."""
-    return self // other, self % other
+    return python_divmod(self, other)
 
 
 def _rdivmod(self, other):
-    return other // self, other % self
+    return python_divmod(other, self)
 
 
 def _exact(name: str):

@@ -395,6 +395,35 @@ def test_python_float_division_by_a_traced_zero_raises_as_python_does():
     assert compiled.cache_info()["hits"] == 2
 
 
+def test_python_float_argument_over_an_item_raises_on_a_zero_item():
+    # ``lr / x[0].item()``: the divisor was a traced Python float of the body, not an
+    # argument, and was not guarded: a replay with x[0] == 0 gave inf where Python raises.
+    def steps(lr, x):
+        v = x[0].item()
+        return lr / v, lr // v, lr % v, divmod(lr, v), divmod(v, lr)
+
+    compiled = fusejit.compile(steps)
+    for first in (2.0, 4.0, 8.0, 0.0, -0.0, 3.0):
+        x = np.array([first, 1.0])
+        if first == 0.0:
+            for fn in (steps, compiled):
+                with pytest.raises(ZeroDivisionError, match="float division by zero"):
+                    fn(1.5, x)
+            continue
+        assert_same(steps(1.5, x), compiled(1.5, x))
+
+
+def test_divmod_of_python_floats_by_zero_raises_pythons_message():
+    compiled = fusejit.compile(lambda lr, d: divmod(lr, d))
+    for d in (2.0, 3.0, 0.0):
+        if d == 0.0:
+            with pytest.raises(ZeroDivisionError) as raised:
+                compiled(0.5, d)
+            assert str(raised.value) == "float divmod()"
+            continue
+        assert_same(divmod(0.5, d), compiled(0.5, d))
+
+
 @pytest.mark.parametrize("base, exponent", [(-4.0, 0.5), (10.0, 400.0), (0.0, -1.0),
                                             (1e200, 2.0)])
 def test_python_float_power_python_refuses_is_not_replayed_as_inf_or_nan(base, exponent):
