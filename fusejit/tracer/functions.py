@@ -279,9 +279,7 @@ def _clip_into(rec, out, a, a_min, a_max):
     target = out[0] if isinstance(out, tuple) else out
     if not isinstance(target, Tracer) and type(target) is not np.ndarray:
         raise EagerFallback(f"np.clip with out= of type {type(target).__name__}")
-    stand_ins = [np.zeros((), v.dtype) if isinstance(v, (Tracer, np.ndarray, np.generic))
-                 and not getattr(v, "weak", False) else unwrap(v) for v in (a, a_min, a_max)]
-    dtype = np.asarray(np.clip(*stand_ins)).dtype
+    dtype = np.asarray(np.clip(*_stand_ins(a, a_min, a_max))).dtype
     return write_out(rec, target, _clipped(rec, a, a_min, a_max, dtype))
 
 
@@ -331,7 +329,22 @@ implements(np.full_like)(_like(lambda args, kwargs: args[0] if args else kwargs[
 
 @implements(np.outer)
 def _outer(rec, concrete, a, b, out=None):
-    dtype = concrete.dtype
+    """``a.ravel()[:, None] * b.ravel()[None, :]``; with ``out=``, computed in the dtype NumPy
+    multiplies in and written into ``out`` (NumPy has already checked the cast)."""
+    from .ufuncs import write_out
+    dtype = concrete.dtype if out is None else np.outer(*_stand_ins(a, b)).dtype
     left = _reshape_to((int(np.size(a)), 1))(rec, rec.operand(a, dtype))
     right = _reshape_to((1, int(np.size(b))))(rec, rec.operand(b, dtype))
-    return wrap(rec, concrete, rec.emit("mul", [left, right]))
+    product = rec.emit("mul", [left, right])
+    if out is None:
+        return wrap(rec, concrete, product)
+    if not isinstance(out, Tracer) and type(out) is not np.ndarray:
+        raise EagerFallback(f"np.outer with out= of type {type(out).__name__}")
+    return write_out(rec, out, product)
+
+
+def _stand_ins(*values):
+    """One-element arrays of the values' dtypes (weak Python scalars as themselves): what a
+    NumPy function given them computes in."""
+    return [np.zeros(1, v.dtype) if isinstance(v, (Tracer, np.ndarray, np.generic))
+            and not getattr(v, "weak", False) else unwrap(v) for v in values]

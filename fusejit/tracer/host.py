@@ -88,6 +88,7 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
     if kwargs.get("out") is not None:
         return _record_into_out(rec, fn, name, args, kwargs, data_dependent)
     results = _results(concrete)
+    _refuse_identity(results, name, args, kwargs)
     template = _Template(rec)
     spec = (template.encode(tuple(args)), template.encode(dict(kwargs)))
     types = [TensorType(np.shape(r), r.dtype) for r in results]
@@ -121,6 +122,17 @@ def _record_into_out(rec, fn, name, args, kwargs, data_dependent):
         raise EagerFallback(f"{name} with out= of another dtype or shape than its result")
     result = record_host(rec, fresh, fn, name, args, rest, data_dependent)
     return write_out(rec, target, result.ir_var)
+
+
+def _refuse_identity(results, name, args, kwargs) -> None:
+    """A result that is an operand itself (``np.linalg.matrix_power(a, n)`` for n == 1,
+    ``np.nan_to_num(x, copy=False)``): whether NumPy returns its argument depends on values
+    and layouts the program does not see, so the signature runs eagerly."""
+    operands = {id(item.value if isinstance(item, Tracer) else item)
+                for item in _leaves((args, kwargs))}
+    if any(isinstance(r, np.ndarray) and id(r) in operands for r in results):
+        raise EagerFallback(f"{name} returned its argument itself, which a replay cannot "
+                            "tell from a new array")
 
 
 def _note_views(rec, results, name, args, kwargs) -> None:

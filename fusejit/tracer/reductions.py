@@ -102,8 +102,11 @@ def _accumulator(dtype, requested, for_mean):
 
 
 def _divide_by_count(rec, var, count, acc):
-    """``true_divide(ret, intp_count, out=ret, casting='unsafe')`` as NumPy runs it."""
+    """``true_divide(ret, intp_count, out=ret, casting='unsafe')`` as NumPy runs it: integers
+    and bools divide as float64 (a bool mean of 1/2 is 0.5, which casts to True)."""
     div_dtype = np.result_type(acc, np.intp)
+    if div_dtype.kind in "biu":
+        div_dtype = np.dtype(np.float64)
     quotient = rec.emit("div", [rec.cast(var, div_dtype), Lit(count, div_dtype)])
     return rec.cast(quotient, acc)
 

@@ -8,7 +8,9 @@ result.
 """
 from __future__ import annotations
 
+import bisect
 import dis
+import functools
 import sys
 from dataclasses import dataclass
 
@@ -30,14 +32,29 @@ COMPILED_WRITE = ("a traced array is written by compiled code that fusejit canno
 # Messages of NumPy's compiled code refusing an object that is not an ndarray.
 NEEDS_NDARRAY = ("Numpy IterAllButAxis requires an ndarray",
                  "Axis argument is only supported on ndarray objects")
-_STORE_OPCODES = frozenset(dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE")
-                           if name in dis.opmap)
+_STORES = ("STORE_SUBSCR", "STORE_SLICE")
 
 
 def _python_store(frame) -> bool:
-    """Whether ``frame`` (the caller of ``__setitem__``) is executing a subscript store, as
-    opposed to calling a compiled function that stores into the proxy."""
-    return frame.f_code.co_code[frame.f_lasti] in _STORE_OPCODES
+    """Whether ``frame`` (the caller of ``__setitem__``) is executing a subscript store, or a
+    call on a line that names ``__setitem__`` or ``setitem`` (``a.__setitem__(0, v)``,
+    ``operator.setitem(a, 0, v)``), as opposed to calling compiled code that stores into the
+    proxy."""
+    offsets, stores = _stores(frame.f_code)
+    at = bisect.bisect_right(offsets, frame.f_lasti) - 1   # past an instruction's caches
+    return at >= 0 and offsets[at] in stores
+
+
+@functools.lru_cache(maxsize=512)
+def _stores(code) -> tuple[list[int], frozenset]:
+    """The offsets of ``code``'s instructions, and those of its subscript stores and of every
+    instruction on a line that names a setitem."""
+    instructions = list(dis.get_instructions(code))
+    lines = {i.positions.lineno for i in instructions
+             if i.argval in ("__setitem__", "setitem") and i.positions is not None}
+    stores = frozenset(i.offset for i in instructions if i.opname in _STORES or (
+        i.positions is not None and i.positions.lineno in lines))
+    return [i.offset for i in instructions], stores
 
 
 def needs_ndarray(exc: BaseException) -> bool:

@@ -11,7 +11,7 @@ import scipy.special
 
 from ..errors import EagerFallback, UnsupportedError
 from ..ir import Lit, indexing
-from .context import active, surface
+from .context import active, surface, unwrap
 from .loc import current_loc
 from .tracer import Tracer, wrap, write
 
@@ -33,6 +33,10 @@ UFUNC_OPS = {
 }
 REDUCE_METHODS = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max,
                   np.minimum: np.min, np.logical_and: np.all, np.logical_or: np.any}
+# ``ufunc.reduce`` options the mapped function does not take (``np.max`` has no ``dtype=``,
+# ``np.all`` no ``initial=``): such a call runs as NumPy's own method, a host op.
+_REDUCE_REFUSES = {np.maximum: {"dtype"}, np.minimum: {"dtype"},
+                   np.logical_and: {"dtype", "initial"}, np.logical_or: {"dtype", "initial"}}
 
 
 def ufunc_label(ufunc) -> str:
@@ -46,7 +50,8 @@ def _unsupported(what: str):
 def handle_ufunc(ufunc, method, inputs, kwargs):
     if method == "at" and ufunc is np.add:
         return surface(np.add.at, _record_add_at, inputs, {})
-    if method == "reduce" and ufunc in REDUCE_METHODS:
+    if method == "reduce" and ufunc in REDUCE_METHODS and not _REDUCE_REFUSES.get(
+            ufunc, set()) & {k for k, v in kwargs.items() if v is not None}:
         kwargs.setdefault("axis", 0)
         if kwargs.get("out") is not None:
             raise _unsupported(f"{ufunc_label(ufunc)}.reduce with out=")
@@ -192,10 +197,14 @@ def encode_index(rec, index):
 
 
 def _record_add_at(rec, concrete, target, index, value):
+    """``np.add.at(target, index, value)``: NumPy adds in the dtype the target and the value as
+    an array promote to (a Python float is float64 here, not weak) and casts each sum back (an
+    int32 -3 plus 1.5 is -1, not -3 + 1), so the value keeps that dtype."""
     target_value = target.value if isinstance(target, Tracer) else target
     key, operands = encode_index(rec, index)
     base = rec.operand(target)
-    update = rec.operand(value, target_value.dtype)
+    as_array = value.dtype if isinstance(value, Tracer) else np.asarray(unwrap(value)).dtype
+    update = rec.operand(value, np.result_type(target_value.dtype, as_array))
     if isinstance(update, Lit):
         update = rec.materialize(update)
     write(rec, target, rec.emit("scatter_add", [base, update, *operands], {"key": key}))

@@ -761,3 +761,19 @@ def test_shuffling_a_traced_array_is_refused_before_it_changes_anything(fn, shap
         assert f"test_footguns.py:{_random_line(fn)} ({fn.__name__})" in raised.value.__notes__[-1]
     assert_same(np.arange(x.size, dtype=np.float64).reshape(shape), x)
     assert compiled.cache_info()["traces"] == 0
+
+
+def test_stores_spelled_as_calls_are_traced():
+    import operator
+
+    def stores(x):
+        x.__setitem__(0, 1.0)
+        operator.setitem(x, slice(1, 3), x[3])
+        return x * 2
+
+    compiled = fusejit.compile(stores)
+    for k in range(3):
+        want, got = np.arange(5.0) + k, np.arange(5.0) + k
+        assert_same(stores(want), compiled(got))
+        assert_same(want, got)
+    assert compiled.cache_info()["eager_calls"] == 0
