@@ -44,17 +44,28 @@ def vector_bits() -> int | None:
 
 def cache_max_bytes(default_mb: float) -> int:
     """``FUSEJIT_CACHE_MAX_MB``: the bound on the whole cache root, in bytes."""
-    env = os.environ.get("FUSEJIT_CACHE_MAX_MB", "").strip()
+    return megabytes("FUSEJIT_CACHE_MAX_MB", default_mb)
+
+
+def arena_max_bytes(default_mb: float) -> int:
+    """``FUSEJIT_ARENA_MAX_MB``: the bound on the intermediates' arenas kept between calls."""
+    return megabytes("FUSEJIT_ARENA_MAX_MB", default_mb)
+
+
+def megabytes(name: str, default_mb: float) -> int:
+    """A size in MiB from the environment variable ``name``, in bytes; a bad value is ignored
+    with one warning."""
+    env = os.environ.get(name, "").strip()
     if not env:
         return int(default_mb * 2**20)
     try:
-        megabytes = float(env)
+        size = float(env)
     except ValueError:
-        megabytes = math.nan
-    if not 0 <= megabytes < math.inf:
-        _ignored("FUSEJIT_CACHE_MAX_MB", env, "a size in MiB, 0 or more")
-        megabytes = default_mb
-    return int(megabytes * 2**20)
+        size = math.nan
+    if not 0 <= size < math.inf:
+        _ignored(name, env, "a size in MiB, 0 or more")
+        size = default_mb
+    return int(size * 2**20)
 
 
 @functools.cache

@@ -12,9 +12,12 @@ offset in the arena, or in its array when it is a product left to NumPy.
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 
+from .. import config
 from ..ir import Graph, Var
 from ..passes.plan_memory import assign_offsets, caller_reachable, in_place_outputs, lifetimes
 
@@ -56,17 +59,26 @@ def _eligible(graph: Graph, writes) -> set[Var]:
 
 
 class Arena:
-    """Per-thread storage; ``views(step)`` gives that step's preallocated output arrays."""
+    """Per-thread storage; ``views(step)`` gives that step's preallocated output arrays.
+
+    Arenas are kept between calls up to ``FUSEJIT_ARENA_MAX_MB`` over all programs and threads
+    (``ArenaBudget``): a function called with many shapes would otherwise hold one per shape.
+    The one in use is always kept; an evicted one is allocated again at its next call."""
 
     def __init__(self, size: int, layouts: dict[int, tuple]):
         # step index -> per output: (offset, shape, dtype), or None (the step allocates it)
         self.size, self.layouts = size, layouts
-        self.local = threading.local()
+        self.by_thread: dict[int, dict] = {}
+        self.first = min(layouts, default=None)
 
     def views(self, step: int) -> tuple:
-        cached = getattr(self.local, "views", None)
+        thread = threading.get_ident()
+        cached = self.by_thread.get(thread)
         if cached is None:
-            cached = self.local.views = self._build()
+            cached = self.by_thread[thread] = self._build()
+            BUDGET.add(self, thread)
+        elif step == self.first:
+            BUDGET.touch(self, thread)
         return cached[step]
 
     def _build(self) -> dict[int, tuple]:
@@ -85,3 +97,43 @@ def _view(memory, offset, shape, dtype):
     count = int(np.prod(shape, dtype=np.int64))
     flat = memory[offset: offset + count * np.dtype(dtype).itemsize].view(dtype)
     return flat.reshape(shape)
+
+
+class ArenaBudget:
+    """The arenas kept between calls, least recently used first; adding one evicts the oldest
+    others (their thread's views: the arrays in use stay alive through their references)
+    while the total is over the bound."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.kept: OrderedDict[tuple[int, int], tuple] = OrderedDict()
+        self.total = 0
+
+    def add(self, arena: Arena, thread: int) -> None:
+        limit = config.arena_max_bytes(ARENA_MAX_MB)
+        with self.lock:
+            stale = self.kept.pop((id(arena), thread), None)   # a dead arena's reused id
+            self.total += arena.size - (stale[2] if stale else 0)
+            self.kept[(id(arena), thread)] = (weakref.ref(arena), thread, arena.size)
+            for key in list(self.kept):
+                if self.total <= limit or key == (id(arena), thread):
+                    break
+                self._evict(key)
+
+    def touch(self, arena: Arena, thread: int) -> None:
+        with self.lock:
+            key = (id(arena), thread)
+            if key in self.kept:
+                self.kept.move_to_end(key)
+
+    def _evict(self, key) -> None:
+        ref, thread, size = self.kept.pop(key)
+        self.total -= size
+        owner = ref()
+        if owner is not None:
+            owner.by_thread.pop(thread, None)
+
+
+ARENA_MAX_MB = 64
+BUDGET = ArenaBudget()
+

@@ -255,9 +255,13 @@ class CompiledFunction:
                 self._forget_if_empty(key, tree)
                 raise
             self._stats["compile_seconds"] += time.perf_counter() - started
+            # the entry keeps the program, not this call's result (it would pin one output
+            # per signature for the function's life)
+            result, recorded.result = recorded.result, None
             if on_device:
-                return _back_to_device(recorded, (host_args, host_kwargs), leaves, on_device)
-            return recorded.result
+                return _back_to_device(recorded, result, (host_args, host_kwargs), leaves,
+                                       on_device)
+            return result
 
     def _tree(self, key, leaves, args, kwargs) -> TraceTree:
         """The key's entry; a new one is pinned to what the key holds by id."""
@@ -429,7 +433,7 @@ def _eager_call(fn, args, kwargs):
     return to_device(result)
 
 
-def _back_to_device(recorded, host_tree, leaves, on_device):
+def _back_to_device(recorded, result, host_tree, leaves, on_device):
     """The body ran on host copies of device arrays: replay its writes and return device data."""
     host_leaves = flatten(host_tree)[0]
     if recorded.fallback is not None:   # no recorded writes: any argument may have changed
@@ -438,7 +442,7 @@ def _back_to_device(recorded, host_tree, leaves, on_device):
         written = {m.index for m in recorded.mutations if m.target == "arg"} & set(on_device)
     for index in sorted(written):
         copy_into(leaves[index], host_leaves[index])
-    return to_device(recorded.result)
+    return to_device(result)
 
 
 def _note_user_line(exc: BaseException, name: str) -> None:

@@ -51,3 +51,56 @@ def test_small_products_are_left_to_numpy():
                if i in program.arena.layouts)
     assert all(v.type.nbytes < OUT_MIN_BYTES for step in program.steps
                if step.node.op == "matmul" for v in step.node.outputs)
+
+
+def _attention(x):
+    s = x @ x.T
+    s = np.exp(s - s.max(-1, keepdims=True))
+    s /= s.sum(-1, keepdims=True)
+    return s @ x
+
+
+def test_arenas_past_the_bound_are_freed_least_recently_used_first(monkeypatch):
+    # One arena per shape, kept for the function's life: a model called with 16 sequence
+    # lengths held 23 MiB of them (eager NumPy's largest peak: 12 MiB).
+    from fusejit.runtime import arena
+    monkeypatch.setenv("FUSEJIT_ARENA_MAX_MB", "1")
+    monkeypatch.setattr(arena, "BUDGET", arena.ArenaBudget())
+    compiled, rng = fusejit.compile(_attention), np.random.default_rng(0)
+    arenas = {}
+    for rows in (256, 320, 256, 384):     # 0.25, 0.39 and 0.56 MiB; 256 used again before 384
+        x = rng.standard_normal((rows, 256)).astype(np.float32) * 0.01
+        for _ in range(3):
+            np.testing.assert_allclose(compiled(x), _attention(x), rtol=1e-4, atol=1e-7)
+        arenas[rows] = compiled.entry_for(x).paths[0].program.arena
+    assert [rows for rows, a in arenas.items() if a.by_thread] == [256, 384]
+    assert arena.BUDGET.total == arenas[256].size + arenas[384].size <= 2**20
+
+
+def test_an_evicted_arena_is_allocated_again_and_results_stay_right(monkeypatch):
+    from fusejit.runtime import arena
+    monkeypatch.setenv("FUSEJIT_ARENA_MAX_MB", "0")
+    monkeypatch.setattr(arena, "BUDGET", arena.ArenaBudget())
+    compiled, rng = fusejit.compile(_attention), np.random.default_rng(1)
+    shapes = [(256, 64), (320, 64)] * 3
+    kept = []
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32) * 0.1
+        first = compiled(x)
+        np.testing.assert_allclose(compiled(x), _attention(x), rtol=1e-4, atol=1e-7)
+        np.testing.assert_allclose(first, _attention(x), rtol=1e-4, atol=1e-7)
+        kept.append(len(arena.BUDGET.kept))
+    assert kept[1:] == [1] * 5
+
+
+def test_the_traced_calls_result_is_not_kept():
+    import gc
+    import weakref
+
+    compiled = fusejit.compile(lambda x: np.tanh(x) * 2 + 1)
+    for rows in (3, 4):
+        result = compiled(np.ones((rows, 5), np.float32))
+        alive = weakref.ref(result)
+        del result
+        gc.collect()
+        assert alive() is None
