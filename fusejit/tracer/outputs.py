@@ -9,7 +9,7 @@ from ..ir import Graph
 from . import returned_objects
 from .api import Mutation, OutputLeaf, Trace
 from .captures import Capture, container_sizes
-from .context import UNTRACED_AFTER_WRITE, unwrap
+from .context import unwrap
 from .folding import fold_constants
 from .guards import Guard
 from .masked import check_masked_stores
@@ -199,6 +199,17 @@ def _mutations(writes, outputs):
         yield Mutation(target, index, len(outputs) - 1)
 
 
+def _untraced_result(leaf) -> str:
+    """The reason, naming the result: a literal (``return 0.0``) cannot be told from a value
+    untraced NumPy code computed from a written array (``float(acc.sum())``)."""
+    what = (f"an array {leaf.dtype}{list(leaf.shape)}" if isinstance(leaf, np.ndarray)
+            else f"{type(leaf).__name__} {leaf!r}")
+    return (f"the body returned {what}, which no traced value computed, after traced values "
+            "were written into an array that is not an argument: it may have been computed "
+            "from that array, and a replay would return the trace's value (return a traced "
+            "value, or the number from outside the compiled function)")
+
+
 def _check_untraced_results(recorder, leaves) -> None:
     """After traced values were written into a NumPy array, a result NumPy computed without a
     traced value may have read it (``acc += x; return acc.sum()``): run eagerly."""
@@ -210,7 +221,7 @@ def _check_untraced_results(recorder, leaves) -> None:
             continue
         entry = recorder.raw.get(id(leaf)) if type(leaf) is np.ndarray else None
         if entry is None or entry[0] is not leaf:
-            recorder.set_fallback(UNTRACED_AFTER_WRITE, None)
+            recorder.set_fallback(_untraced_result(leaf), None)
             return
 
 

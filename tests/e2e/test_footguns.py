@@ -400,6 +400,23 @@ def test_untraced_results_after_a_traced_write_run_eagerly():
         compiled.explain(np.ones(3)))
 
 
+WRITTEN = np.zeros(3)
+
+
+def test_a_number_returned_after_a_write_into_a_global_runs_eagerly_naming_it():
+    # ``return 0.0`` cannot be told from ``return float(G.sum())`` computed by untraced code
+    def step(g):
+        WRITTEN[...] -= g
+        return 0.0
+
+    compiled = fusejit.compile(step)
+    for k in range(3):
+        assert compiled(np.full(3, float(k))) == 0.0
+    assert_same(np.full(3, -3.0), WRITTEN)
+    assert "the body returned float 0.0, which no traced value computed" in str(
+        compiled.explain(np.ones(3)))
+
+
 @pytest.mark.parametrize("fill", [
     lambda x, y: np.concatenate([x, y], axis=1),
     lambda x, y: _filled(np.empty((x.shape[0], x.shape[1] + y.shape[1])), x, y),
