@@ -334,5 +334,8 @@ def _body(name: str, members: list[Node], inputs: list[Var], outputs: list[Var])
 
 
 def _scope(loc: Loc | None, fallback: str) -> str:
-    scope = loc.scope.rsplit("/", 1)[-1] if loc is not None and loc.scope else fallback
-    return re.sub(r"\W", "_", scope) or "main"
+    """The innermost named function of the location's scope: a generator expression,
+    comprehension or lambda (``<genexpr>``) is named by the function around it."""
+    parts = [p for p in (loc.scope.split("/") if loc is not None and loc.scope else ())
+             if not p.startswith("<")]
+    return re.sub(r"\W", "_", parts[-1] if parts else fallback) or "main"

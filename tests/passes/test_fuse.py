@@ -1,6 +1,7 @@
 """fuse: kernel counts and refusals on hand-built graphs; fused graphs verify and interpret
 to the same values as the unfused ones."""
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -224,6 +225,16 @@ def test_a_long_chain_is_cut_at_the_kernel_size_limit(ops_per_step, steps, kerne
     assert SIZE_LIMIT + ": Numba compile time grows with it" in [
         r.reason for r in result.stats["refusals"]]
     check_same(graph, result.graph, rand(4, 8))
+
+
+def test_kernels_made_in_a_generator_expression_are_named_by_the_function():
+    b = Builder()
+    x = b.arg((4, 8))
+    out = b("mul", b("exp", x), lit(2.0))
+    b.nodes = [replace(n, loc=Loc("model.py", n.loc.line, "train_step/<genexpr>"))
+               for n in b.nodes]
+    (kernel,) = fused_nodes(fuse(b.graph(out)).graph)
+    assert kernel.attr["name"] == "k0_mul_train_step"
 
 
 def _sin_between_kernels(dtype):
