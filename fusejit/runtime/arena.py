@@ -11,6 +11,7 @@ offset in the arena, or in its array when it is a product left to NumPy.
 """
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -136,4 +137,12 @@ class ArenaBudget:
 
 ARENA_MAX_MB = 64
 BUDGET = ArenaBudget()
+
+
+def _new_lock() -> None:
+    # a child forked while another thread held the lock would wait on it for ever
+    BUDGET.lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock)
 
