@@ -64,7 +64,9 @@ class Arena:
 
     Arenas are kept between calls up to ``FUSEJIT_ARENA_MAX_MB`` over all programs and threads
     (``ArenaBudget``): a function called with many shapes would otherwise hold one per shape.
-    The one in use is always kept; an evicted one is allocated again at its next call."""
+    The one being allocated is always kept; an evicted one is allocated again at its next call
+    (one evicted while its thread replays: from its next step on, the earlier steps' arrays
+    staying alive through their references)."""
 
     def __init__(self, size: int, layouts: dict[int, tuple]):
         # step index -> per output: (offset, shape, dtype), or None (the step allocates it)
@@ -106,19 +108,28 @@ class ArenaBudget:
     while the total is over the bound."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # ``forget`` may run from the garbage collector
         self.kept: OrderedDict[tuple[int, int], tuple] = OrderedDict()
         self.total = 0
 
     def add(self, arena: Arena, thread: int) -> None:
         limit = config.arena_max_bytes(ARENA_MAX_MB)
+        key = (id(arena), thread)
         with self.lock:
-            stale = self.kept.pop((id(arena), thread), None)   # a dead arena's reused id
-            self.total += arena.size - (stale[2] if stale else 0)
-            self.kept[(id(arena), thread)] = (weakref.ref(arena), thread, arena.size)
-            for key in list(self.kept):
-                if self.total <= limit or key == (id(arena), thread):
+            self._evict(key)
+            if not any(k[0] == key[0] for k in self.kept):   # its first thread
+                weakref.finalize(arena, self.forget, id(arena))
+            self.kept[key] = (weakref.ref(arena), thread, arena.size)
+            self.total += arena.size
+            for other in list(self.kept):
+                if self.total <= limit or other == key:
                     break
+                self._evict(other)
+
+    def forget(self, arena_id: int) -> None:
+        """A collected arena's entries (its memory went with it)."""
+        with self.lock:
+            for key in [k for k in self.kept if k[0] == arena_id]:
                 self._evict(key)
 
     def touch(self, arena: Arena, thread: int) -> None:
@@ -128,20 +139,23 @@ class ArenaBudget:
                 self.kept.move_to_end(key)
 
     def _evict(self, key) -> None:
-        ref, thread, size = self.kept.pop(key)
+        entry = self.kept.pop(key, None)
+        if entry is None:
+            return
+        ref, thread, size = entry
         self.total -= size
         owner = ref()
         if owner is not None:
             owner.by_thread.pop(thread, None)
 
 
-ARENA_MAX_MB = 64
+ARENA_MAX_MB = 256
 BUDGET = ArenaBudget()
 
 
 def _new_lock() -> None:
     # a child forked while another thread held the lock would wait on it for ever
-    BUDGET.lock = threading.Lock()
+    BUDGET.lock = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_new_lock)

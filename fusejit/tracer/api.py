@@ -1,7 +1,9 @@
 """``trace(fn, args, kwargs)``: run ``fn`` eagerly on proxies and return the recorded ``Trace``."""
 from __future__ import annotations
 
+import contextlib
 import inspect
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,11 +19,29 @@ from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
 from .returned_views import written
 from .side_effects import AttrWrite, detect, snapshot
-from .tracer import Tracer, needs_ndarray
+from .tracer import SHUFFLE_WARNING, Tracer, needs_ndarray
 
 NDARRAY_ONLY = ("NumPy's compiled code needs an ndarray and was given a traced array ({}); "
                 "fusejit cannot follow it: call it outside the compiled function, or pass its "
-                "result in as an argument")
+                "result in as an argument (for a shuffle: a permutation to index with)")
+
+
+@contextlib.contextmanager
+def _shuffle_refused():
+    """np.random's shuffle warns before it swaps a proxy's rows as a generic sequence's: the
+    warning becomes an error while the body is traced, so nothing is changed. Only this filter
+    is removed afterwards; filters the body sets stay, as they do eagerly."""
+    warnings.filterwarnings("error", message=SHUFFLE_WARNING, category=UserWarning)
+    entry = warnings.filters[0]
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            warnings.filters.remove(entry)
+        notify = getattr(warnings, "_filters_mutated", None) or getattr(
+            warnings, "_filters_mutated_lock_held", None)
+        if notify is not None:
+            notify()
 
 
 @dataclass(frozen=True)
@@ -137,10 +157,11 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     set_active(recorder)
     raised = True
     try:
-        with traced_conversions(), capture_proxies.proxied(fn, recorder, leaves, hints) as body:
+        with traced_conversions(), _shuffle_refused(), \
+                capture_proxies.proxied(fn, recorder, leaves, hints) as body:
             try:
                 result = body(*proxy_args, **proxy_kwargs)
-            except (ValueError, NotImplementedError) as exc:
+            except (ValueError, NotImplementedError, UserWarning) as exc:
                 if needs_ndarray(exc):
                     refused = UnsupportedError(NDARRAY_ONLY.format(exc))
                     raise refused.with_traceback(exc.__traceback__) from exc

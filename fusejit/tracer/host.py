@@ -125,14 +125,18 @@ def _record_into_out(rec, fn, name, args, kwargs, data_dependent):
 
 
 def _refuse_identity(results, name, args, kwargs) -> None:
-    """A result that is an operand itself (``np.linalg.matrix_power(a, n)`` for n == 1,
-    ``np.nan_to_num(x, copy=False)``): whether NumPy returns its argument depends on values
-    and layouts the program does not see, so the signature runs eagerly."""
-    operands = {id(item.value if isinstance(item, Tracer) else item)
-                for item in _leaves((args, kwargs))}
+    """A result that is an operand itself, from a call given a traced number
+    (``np.linalg.matrix_power(a, n)`` for n == 1): whether NumPy returns its argument may
+    depend on that value, which a replay does not check, so the signature runs eagerly. Given
+    arrays and static options alone (``np.atleast_2d(x)``), it depends on what the signature
+    fixes (ndim, shape, dtype)."""
+    leaves = list(_leaves((args, kwargs)))
+    if not any(isinstance(item, Tracer) and np.ndim(item.value) == 0 for item in leaves):
+        return
+    operands = {id(item.value if isinstance(item, Tracer) else item) for item in leaves}
     if any(isinstance(r, np.ndarray) and id(r) in operands for r in results):
-        raise EagerFallback(f"{name} returned its argument itself, which a replay cannot "
-                            "tell from a new array")
+        raise EagerFallback(f"{name} returned its argument itself, given a traced number: "
+                            "a replay cannot tell when it does")
 
 
 def _note_views(rec, results, name, args, kwargs) -> None:

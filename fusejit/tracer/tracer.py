@@ -8,57 +8,31 @@ result.
 """
 from __future__ import annotations
 
-import bisect
-import dis
-import functools
-import sys
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import EagerFallback, UnsupportedError
+from ..errors import EagerFallback
 from . import guards
 from .context import active
 from .loc import called_from_user
 from .text import Raised, TextRead, TextSource, TracedText
 
-# Compiled code that finds no ndarray treats the proxy as a generic sequence:
-# np.random's shuffle swaps rows by ``x[i], x[j] = x[j], x[i]``, which with views duplicates
-# rows where NumPy's own ndarray path swaps them. Such code stores without a subscript opcode.
-COMPILED_WRITE = ("a traced array is written by compiled code that fusejit cannot follow "
-                  "(np.random's shuffle treats it as a generic sequence, not an ndarray): "
-                  "shuffle outside the compiled function, or pass a permutation in as an "
-                  "argument and index with it")
+# NumPy's compiled random code takes its path for generic sequences when it finds no ndarray:
+# shuffle swaps rows by ``x[i], x[j] = x[j], x[i]``, which with views duplicates rows where its
+# ndarray path swaps them. It warns first, which a trace turns into an error (``api.py``).
+SHUFFLE_WARNING = r"you are shuffling a '\w*Tracer' object"   # a pattern, as warnings takes
 # Messages of NumPy's compiled code refusing an object that is not an ndarray.
 NEEDS_NDARRAY = ("Numpy IterAllButAxis requires an ndarray",
                  "Axis argument is only supported on ndarray objects")
-_STORES = ("STORE_SUBSCR", "STORE_SLICE")
-
-
-def _python_store(frame) -> bool:
-    """Whether ``frame`` (the caller of ``__setitem__``) is executing a subscript store, or a
-    call on a line that names ``__setitem__`` or ``setitem`` (``a.__setitem__(0, v)``,
-    ``operator.setitem(a, 0, v)``), as opposed to calling compiled code that stores into the
-    proxy."""
-    offsets, stores = _stores(frame.f_code)
-    at = bisect.bisect_right(offsets, frame.f_lasti) - 1   # past an instruction's caches
-    return at >= 0 and offsets[at] in stores
-
-
-@functools.lru_cache(maxsize=512)
-def _stores(code) -> tuple[list[int], frozenset]:
-    """The offsets of ``code``'s instructions, and those of its subscript stores and of every
-    instruction on a line that names a setitem."""
-    instructions = list(dis.get_instructions(code))
-    lines = {i.positions.lineno for i in instructions
-             if i.argval in ("__setitem__", "setitem") and i.positions is not None}
-    stores = frozenset(i.offset for i in instructions if i.opname in _STORES or (
-        i.positions is not None and i.positions.lineno in lines))
-    return [i.offset for i in instructions], stores
 
 
 def needs_ndarray(exc: BaseException) -> bool:
-    """``exc`` is NumPy's compiled code refusing a proxy because it is not an ndarray."""
+    """``exc`` is NumPy's compiled code refusing a proxy because it is not an ndarray (or
+    about to mishandle it: the shuffle warning, raised as an error while tracing)."""
+    if isinstance(exc, UserWarning):
+        return re.match(SHUFFLE_WARNING, str(exc)) is not None
     return isinstance(exc, (ValueError, NotImplementedError)) and str(exc) in NEEDS_NDARRAY
 
 
@@ -274,8 +248,6 @@ class Tracer:
 
     def __setitem__(self, key, value):
         from .indexing import setitem
-        if active() is not None and not _python_store(sys._getframe(1)):
-            raise UnsupportedError(COMPILED_WRITE)
         setitem(self, key, value)
 
 

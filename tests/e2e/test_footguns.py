@@ -1,4 +1,5 @@
 """Behaviours that tracing changes, one test each, stating what fusejit does (STYLE.md)."""
+import functools
 import inspect
 import json
 import math
@@ -786,6 +787,9 @@ def test_stores_spelled_as_calls_are_traced():
     def stores(x):
         x.__setitem__(0, 1.0)
         operator.setitem(x, slice(1, 3), x[3])
+        setter = x.__setitem__
+        setter(3, 4.0)
+        functools.partial(operator.setitem, x, 4)(5.0)
         return x * 2
 
     compiled = fusejit.compile(stores)

@@ -104,3 +104,18 @@ def test_the_traced_calls_result_is_not_kept():
         del result
         gc.collect()
         assert alive() is None
+
+
+def test_a_collected_functions_arena_leaves_the_budget(monkeypatch):
+    import gc
+
+    from fusejit.runtime import arena
+    monkeypatch.setattr(arena, "BUDGET", arena.ArenaBudget())
+    compiled = fusejit.compile(_attention)
+    x = np.random.default_rng(2).standard_normal((256, 64)).astype(np.float32)
+    for _ in range(3):
+        compiled(x)
+    assert arena.BUDGET.total > 0
+    del compiled
+    gc.collect()
+    assert (arena.BUDGET.total, len(arena.BUDGET.kept)) == (0, 0)
