@@ -573,6 +573,7 @@ def test_results_are_the_objects_and_views_numpy_returns_on_every_call(fn):
         assert_same(want, got)
         assert _identities(got, [y]) == _identities(want, [x])
         np.testing.assert_array_equal(x, y)
+    assert compiled.cache_info()["eager_calls"] == 0
 
 
 def test_argument_returned_after_a_first_call_with_one_array_twice():
@@ -678,6 +679,7 @@ def test_new_arrays_numpy_returns_are_new_arrays_on_every_call(fn):
         want, got = fn(x), compiled(y)
         assert_same(want, got)
         assert _identities(got, [y]) == _identities(want, [x])
+    assert compiled.cache_info()["eager_calls"] == 0
 
 
 def _warnings_of(fn, *args):

@@ -209,3 +209,4 @@ def test_equal_results_numpy_made_apart_stay_apart_through_a_numpy_call(body):
         for a, b in zip(want, got, strict=True):
             assert_same(a, b)
         assert np.shares_memory(*got) == np.shares_memory(*want)
+    assert compiled.cache_info()["eager_calls"] == 0
