@@ -277,13 +277,18 @@ class CompiledKernel:
 # neither OpenMP nor TBB is installed) aborts the process when two threads enter parallel
 # regions at once; with OpenMP, two regions at once only oversubscribe the cores.
 _PARALLEL_REGION = threading.Lock()
+_parallel_ran = False
 
 
 def _new_region_lock() -> None:
-    # A child forked while another thread held the lock would otherwise run serial variants
-    # for the rest of its life.
+    """A forked child gets a free lock (one another thread held would leave it serial for
+    good), unless the parent ran a prange variant: GNU OpenMP kills a child that enters a
+    parallel region after that ("fork() called from a process already using GNU OpenMP"), so
+    the child's lock stays taken and its kernels run their serial variants."""
     global _PARALLEL_REGION
     _PARALLEL_REGION = threading.Lock()
+    if _parallel_ran:
+        _PARALLEL_REGION.acquire()
 
 
 os.register_at_fork(after_in_child=_new_region_lock)
@@ -293,8 +298,10 @@ def _one_at_a_time(parallel, serial):
     """``parallel`` while no other thread runs a prange variant, else ``serial`` (the same
     arguments, the same results)."""
     def run(*args):
+        global _parallel_ran
         if not _PARALLEL_REGION.acquire(blocking=False):
             return serial(*args)
+        _parallel_ran = True
         try:
             return parallel(*args)
         finally:

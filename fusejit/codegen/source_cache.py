@@ -37,6 +37,15 @@ _counts = {"compiled": 0, "reused": 0}
 _lock = threading.Lock()
 
 
+def _new_lock() -> None:
+    # a child forked while another thread wrote a kernel would wait for ever on the lock
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock)
+
+
 def source_key(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:KEY_CHARS]
 

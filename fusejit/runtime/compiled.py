@@ -5,10 +5,12 @@ import copy
 import functools
 import inspect
 import numbers
+import os
 import sys
 import threading
 import time
 import types
+import weakref
 
 from .. import config, fperrors
 from ..errors import FusejitError, UnsupportedError
@@ -44,7 +46,19 @@ log, trace_log = topic("runtime"), topic("trace")
 # (capture_proxies), which another function traced at once from another thread would take
 # for its own values (a method of the same object). Taken before any function's own lock.
 _TRACING = threading.RLock()
+_FUNCTIONS: weakref.WeakSet = weakref.WeakSet()   # whose locks a forked child renews
 TARGETS = ("auto", "cpu", "cuda")
+
+
+def _new_locks() -> None:
+    """A child forked while another thread traced would wait for ever on the locks it held."""
+    global _TRACING
+    _TRACING = threading.RLock()
+    for function in list(_FUNCTIONS):
+        function._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_new_locks)
 _REBOUND = "a captured array was rebound to a value that is not an array"
 
 
@@ -132,6 +146,7 @@ class CompiledFunction:
         self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}
         self._lock = threading.RLock()
+        _FUNCTIONS.add(self)
         self._stats = dict(traces=0, hits=0, eager_calls=0, aliased_calls=0,
                            kernels_compiled=0, kernels_reused=0, compile_seconds=0.0)
 

@@ -200,13 +200,63 @@ def test_threads_running_parallel_kernels_at_once_under_the_workqueue_layer(tmp_
     assert done.stdout.split() == ["workqueue", "0"]
 
 
-def test_a_forked_child_gets_a_free_parallel_region_lock():
+def test_a_forked_child_gets_a_free_parallel_region_lock(monkeypatch):
     # A child forked while another thread ran a prange variant inherited the held lock and
     # would have run serial variants only.
     from fusejit.codegen import kernel
     held = kernel._PARALLEL_REGION
+    monkeypatch.setattr(kernel, "_PARALLEL_REGION", held)   # restored afterwards
+    monkeypatch.setattr(kernel, "_parallel_ran", False)
     with held:
         kernel._new_region_lock()   # what os.register_at_fork runs in the child
         assert kernel._PARALLEL_REGION is not held
         assert kernel._PARALLEL_REGION.acquire(blocking=False)
         kernel._PARALLEL_REGION.release()
+    monkeypatch.setattr(kernel, "_parallel_ran", True)
+    kernel._new_region_lock()       # after the parent ran a prange variant: serial for good
+    assert not kernel._PARALLEL_REGION.acquire(blocking=False)
+
+
+# A forked pool after the parent ran a prange variant (GNU OpenMP killed the children, and the
+# pool waited for ever), and a child forked while another thread traced (it inherited the
+# held tracing lock and waited for ever on its first trace).
+FORK_SCRIPT = r"""
+import multiprocessing as mp, threading, time
+import numpy as np
+import fusejit
+
+@fusejit.compile
+def f(x):
+    return np.exp(-x * x) * 2 + 1
+
+@fusejit.compile
+def slow(x):
+    time.sleep(2)
+    return x + 1
+
+def child(rows):
+    return float(f(np.full((rows, 1024), 0.5)).sum())
+
+if __name__ == "__main__":
+    for _ in range(3):
+        f(np.full((512, 1024), 0.5))
+    tracing = threading.Thread(target=slow, args=(np.ones(3),))
+    tracing.start()
+    time.sleep(0.3)
+    with mp.get_context("fork").Pool(2) as pool:
+        sums = pool.map_async(child, [4, 512, 4, 512]).get(timeout=120)
+    tracing.join()
+    want = [float((np.exp(-0.25) * 2 + 1) * rows * 1024) for rows in (4, 512, 4, 512)]
+    print(np.allclose(sums, want, rtol=1e-6))
+"""
+
+
+def test_forked_children_after_parallel_kernels_and_during_a_trace(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "fork_script.py"
+    script.write_text(FORK_SCRIPT)
+    env = dict(os.environ, FUSEJIT_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, str(script)], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True"]
