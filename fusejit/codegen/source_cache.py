@@ -64,10 +64,11 @@ def usable_dir(path: Path) -> Path:
     return path
 
 
-def _directory_removed(path: Path) -> None:
-    """A directory where fusejit keeps a kernel file: removed, with a warning."""
+def directory_removed(path: Path) -> None:
+    """A directory where fusejit keeps a file (a kernel, a program): removed, with a
+    warning."""
     if path.is_dir() and not path.is_symlink():
-        log.warning("%s in the cache is a directory, not a kernel file; replacing it", path)
+        log.warning("%s in the cache is a directory, not a file; replacing it", path)
         shutil.rmtree(path)
 
 
@@ -162,7 +163,7 @@ def seal_numba_cache(key: str, caches) -> None:
 
 def ensure_file(path: Path, source: str) -> Path:
     """Write ``source`` to ``path`` unless the file already holds exactly that text."""
-    _directory_removed(path)
+    directory_removed(path)
     try:
         if path.read_text() == source:
             return path  # keep the mtime: Numba's on-disk cache is keyed by it

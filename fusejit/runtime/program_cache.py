@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from .. import config
+from ..codegen.source_cache import directory_removed, usable_dir
 from ..ir import print_graph
 from ..logs import topic
 
@@ -67,8 +68,11 @@ def store(key: str, value) -> None:
         log.debug("program %s not cached on disk: %s", key, exc)
         return
     blob = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    path = _path(key)
     try:
-        atomic_write(_path(key), blob)
+        usable_dir(path.parent)       # damage (a file for the folder, a folder for the entry)
+        directory_removed(path)       # is repaired, not warned about in every process
+        atomic_write(path, blob)
         _evict_now_and_then(len(blob))
     except OSError as exc:
         log.warning("cannot write the program cache (%s); continuing in memory", exc)

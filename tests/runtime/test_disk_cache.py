@@ -3,6 +3,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,26 @@ def test_damaged_program_entries_are_rebuilt_with_a_warning(tmp_path, damage):
     assert result.returncode == 0, result.stderr
     assert "damaged program cache entry" in result.stderr
     assert run(tmp_path).stderr.count("damaged") == 0  # rebuilt: the next process is quiet
+
+
+@pytest.mark.parametrize("damage", ["entry-is-a-folder", "folder-is-a-file"])
+def test_a_damaged_program_folder_is_repaired_once(tmp_path, damage):
+    # Neither was rebuilt: every later process warned "cannot write the program cache".
+    assert run(tmp_path).returncode == 0
+    victim = entries(tmp_path, "programs", ".pkl")[0]
+    if damage == "entry-is-a-folder":
+        victim.unlink()
+        victim.mkdir()
+    else:
+        folder = victim.parent
+        shutil.rmtree(folder)
+        folder.write_text("not a folder")
+    first = run(tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "in the cache is" in first.stderr and "cannot write" not in first.stderr
+    again = run(tmp_path)
+    assert again.returncode == 0 and again.stderr.count("cache") == 0, again.stderr
+    assert entries(tmp_path, "programs", ".pkl")
 
 
 def _retarget(blob, programs):
