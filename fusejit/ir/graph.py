@@ -72,6 +72,12 @@ class Lit:
         return f"{body}:{short_dtype(self.dtype)}"
 
 
+class SizeLit(Lit):
+    """A literal that is an element count of the traced shapes (a mean's divisor). It equals
+    the plain literal of its value, but a kernel takes it as an argument instead of writing it
+    into its source, so that one kernel serves every length of the axis it counts."""
+
+
 def _float_text(value) -> str:
     if np.isnan(value) or np.isinf(value):
         return repr(float(value))

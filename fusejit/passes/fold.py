@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Lit, Node, TensorType, Var, ops
+from ..ir import Lit, Node, SizeLit, TensorType, Var, ops
 from .manager import PassResult, register_pass
 from .rewrite import is_view, rewrite, same_type
 
@@ -103,9 +103,10 @@ def square_root(node: Node, ctx):
 def div_by_power_of_two(node: Node, ctx):
     """x / c → x * (1/c) when c = ±2**k and 1/c is representable: both sides are the exact
     quotient rounded once, so the result is bit-identical (subnormals included). Any other
-    c would round 1/c first: never folded."""
+    c would round 1/c first: never folded, and neither is an element count (``SizeLit``): its
+    kernel divides by an argument, which serves every length."""
     x, divisor = node.inputs
-    if not isinstance(divisor, Lit) or divisor.dtype.kind != "f":
+    if not isinstance(divisor, Lit) or isinstance(divisor, SizeLit) or divisor.dtype.kind != "f":
         return None
     with np.errstate(all="ignore"):
         inverse = np.reciprocal(divisor.value)

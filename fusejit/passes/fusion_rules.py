@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir import Graph, Loc, Node, Var, ops
+from ..ir import Graph, Loc, Node, SizeLit, Var, ops
 
 FULL_EXTENT = "no row-persistent kernel for a reduction broadcast back over its rows"
 CODEGEN_KINDS = "biuf"
@@ -306,11 +306,12 @@ def schedule(units: list, producer, group_of, index) -> list:
 def build_fused(group: Group, number: int, used_outside: set[Var], graph: Graph,
                 index) -> Node:
     members = sorted(group.nodes, key=index.get)
-    inputs: list[Var] = []
+    inputs: list = []   # Vars, then element counts: arguments, not source text
     for member in members:
         for value in member.inputs:
             if isinstance(value, Var) and value not in group.region and value not in inputs:
                 inputs.append(value)
+    inputs += list(dict.fromkeys(v for m in members for v in m.inputs if isinstance(v, SizeLit)))
     outputs = [v for m in members for v in m.outputs if v in used_outside]
     anchor = group.reduces[-1] if group.reduces else members[-1]
     name = f"k{number}_{anchor.op}_{_scope(anchor.loc, graph.name)}"
@@ -323,10 +324,11 @@ def build_fused(group: Group, number: int, used_outside: set[Var], graph: Graph,
 
 def _body(name: str, members: list[Node], inputs: list[Var], outputs: list[Var]) -> Graph:
     """The kernel's own graph, on fresh Vars (names belong to the printer)."""
-    fresh = {v: Var(v.type, v.hint) for v in inputs}
+    fresh = {v: Var(v.type, getattr(v, "hint", None)) for v in inputs}
     nodes = []
     for member in members:
-        operands = [fresh[v] if isinstance(v, Var) else v for v in member.inputs]
+        operands = [fresh.get(v, v) if isinstance(v, (Var, SizeLit)) else v
+                    for v in member.inputs]
         results = [Var(v.type) for v in member.outputs]
         fresh.update(zip(member.outputs, results, strict=True))
         nodes.append(member.replace(inputs=operands, outputs=results))

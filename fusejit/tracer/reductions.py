@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..ir import Lit
+from ..ir import SizeLit
 from .registry import implements, normalize_axes, unsupported
 from .tracer import wrap
 
@@ -103,11 +103,12 @@ def _accumulator(dtype, requested, for_mean):
 
 def _divide_by_count(rec, var, count, acc):
     """``true_divide(ret, intp_count, out=ret, casting='unsafe')`` as NumPy runs it: integers
-    and bools divide as float64 (a bool mean of 1/2 is 0.5, which casts to True)."""
+    and bools divide as float64 (a bool mean of 1/2 is 0.5, which casts to True). The count is
+    a ``SizeLit``: kernels take it as an argument, so a new length reuses the kernel."""
     div_dtype = np.result_type(acc, np.intp)
     if div_dtype.kind in "biu":
         div_dtype = np.dtype(np.float64)
-    quotient = rec.emit("div", [rec.cast(var, div_dtype), Lit(count, div_dtype)])
+    quotient = rec.emit("div", [rec.cast(var, div_dtype), SizeLit(count, div_dtype)])
     return rec.cast(quotient, acc)
 
 

@@ -47,6 +47,25 @@ def test_new_shape_traces_again_and_compiles_no_new_kernel():
     assert info["kernels_reused"] >= 1
 
 
+def test_new_length_of_a_reduced_axis_compiles_no_new_kernel():
+    # A mean's divisor is the reduced length: it is the kernel's argument, not its source
+    # text. A power of two (exactly a multiplication) and other lengths share one kernel.
+    def normalize(x):
+        centered = x - x.mean(axis=-1, keepdims=True)
+        return centered / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5), x.std(axis=0)
+
+    compiled = fusejit.compile(normalize)
+    compiled(f32(8, 16))
+    compiled_before = compiled.cache_info()["kernels_compiled"]
+    for shape in ((8, 20), (8, 16 * 3), (5, 64), (3, 7)):
+        x = f32(*shape)
+        for got, want in zip(compiled(x), normalize(x), strict=True):
+            assert_same(want, got)
+    info = compiled.cache_info()
+    assert info["traces"] == 5
+    assert info["kernels_compiled"] == compiled_before
+
+
 def test_python_float_argument_is_traced_not_static():
     @fusejit.compile
     def sgd(w, g, lr):
