@@ -3,6 +3,7 @@ callable ``CompiledKernel`` the runtime holds per fused node."""
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import os
 import threading
@@ -14,6 +15,8 @@ from ..ir import Graph, Node, Var, ops
 from . import reductions
 from .placement import MIN_BYTES, empty_apart
 from .work import runs_parallel
+
+log = logging.getLogger("fusejit.codegen")
 
 
 @dataclass
@@ -294,19 +297,43 @@ def _new_region_lock() -> None:
 os.register_at_fork(after_in_child=_new_region_lock)
 
 
+# Set when Numba cannot load a threading layer (``NUMBA_THREADING_LAYER=tbb`` without TBB):
+# every prange variant raises before it runs, so all kernels run serially from then on.
+_serial_only = False
+
+
 def _one_at_a_time(parallel, serial):
     """``parallel`` while no other thread runs a prange variant, else ``serial`` (the same
     arguments, the same results)."""
     def run(*args):
         global _parallel_ran
-        if not _PARALLEL_REGION.acquire(blocking=False):
+        if _serial_only or not _PARALLEL_REGION.acquire(blocking=False):
             return serial(*args)
         _parallel_ran = True
         try:
             return parallel(*args)
+        except ValueError as exc:
+            if not _no_threading_layer(exc):
+                raise
+            return serial(*args)
         finally:
             _PARALLEL_REGION.release()
     return run
+
+
+def _no_threading_layer(exc: ValueError) -> bool:
+    """Whether Numba refused to launch its threads (the parallel variant ran nothing); if so,
+    prange variants are off for the process, with one warning naming Numba's reason."""
+    global _serial_only
+    if not str(exc).startswith("No threading layer could be loaded"):
+        return False
+    if not _serial_only:
+        _serial_only = True
+        hint = " ".join(str(exc).split())
+        log.warning("Numba could not start its threads (NUMBA_THREADING_LAYER=%s: %s); "
+                    "fused kernels run on one core in this process",
+                    os.environ.get("NUMBA_THREADING_LAYER", "default"), hint)
+    return True
 
 
 def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, names) -> list[str]:

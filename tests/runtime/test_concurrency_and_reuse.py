@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import fusejit
 from bench.models import gpt2_block
@@ -198,6 +199,38 @@ def test_threads_running_parallel_kernels_at_once_under_the_workqueue_layer(tmp_
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["workqueue", "0"]
+
+
+# A softmax large enough for its prange variant, with a threading layer Numba cannot load:
+# each prange launch raises ValueError before it runs. It used to be retraced 8 times (23 s
+# for 12 calls of one reduction) and then run eagerly.
+NO_THREADS_SCRIPT = r"""
+import numpy as np
+import fusejit
+from bench.models.softmax import softmax
+compiled = fusejit.compile(softmax)
+x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+for _ in range(3):
+    assert np.allclose(compiled(x), softmax(x), rtol=1e-5, atol=1e-8)
+info = compiled.cache_info()
+print(info["traces"], info["hits"], info["eager_calls"])
+"""
+
+
+def test_kernels_run_serially_when_numba_cannot_start_its_threads(tmp_path):
+    try:
+        from numba.np.ufunc import tbbpool  # noqa: F401 -- only its absence matters
+        pytest.skip("TBB is installed: Numba's tbb threading layer loads")
+    except ImportError:
+        pass
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, NUMBA_THREADING_LAYER="tbb", FUSEJIT_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-c", NO_THREADS_SCRIPT], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "2", "0"]
+    assert done.stderr.count("Numba could not start its threads") == 1, done.stderr[-2000:]
 
 
 def test_a_forked_child_gets_a_free_parallel_region_lock(monkeypatch):
