@@ -27,12 +27,9 @@ from .sink_splits import sink_splits
 # (measured: ~14 s at 1,000 ops), while a chain cut into equal pieces compiles one kernel that
 # every piece reuses.
 MAX_KERNEL_OPS = 128
-# Vector math is inlined as a range reduction and a polynomial, tens of instructions each, and
-# LLVM's time grows faster than the kernel: a chain of tanh/exp/log1p compiled in 3.6 s at 10,
-# 7.4 s at 30 and 40 s at 60 in one kernel. Each counts as this many ops against the limit.
-INLINED_MATH = frozenset({"exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos"})
-INLINED_MATH_COST = 8
-SIZE_LIMIT = f"kernel size limit ({MAX_KERNEL_OPS} ops, vector math counting {INLINED_MATH_COST})"
+# Vector math counts more (``ops.INLINED_MATH_COST``): LLVM's time grows faster than the kernel.
+SIZE_LIMIT = (f"kernel size limit ({MAX_KERNEL_OPS} ops, vector math counting "
+              f"{ops.INLINED_MATH_COST})")
 # Horizontal merging tries the last few open kernels of a shape, not all of them: each try is
 # a cycle check that walks the graph back to the candidate, and in an unrolled loop (an LSTM
 # over 100 steps: 100 kernels of one shape, each depending on the one before) trying all of
@@ -61,8 +58,8 @@ def fuse(graph: Graph, target: str = "cpu") -> PassResult:
 
 
 def kernel_cost(nodes) -> int:
-    """Size of a kernel body against ``MAX_KERNEL_OPS``."""
-    return sum(INLINED_MATH_COST if node.op in INLINED_MATH else 1 for node in nodes)
+    """Size of a kernel body against ``MAX_KERNEL_OPS`` (each op's ``cost`` in the registry)."""
+    return sum(ops.get(node.op).cost for node in nodes)
 
 
 class _Fuser:
@@ -155,18 +152,26 @@ class _Fuser:
                 self.group_of[member] = group
 
     def merge_horizontal(self) -> int:
-        """Horizontal (sibling) fusion: independent elementwise kernels over the same iteration
-        space that read a common input become one kernel with several outputs, so the input is
-        read once and one loop runs instead of two. Returns how many merges were made."""
-        merges, open_groups = 0, {}   # shape -> groups merged so far, in program order
-        for group in self._elementwise_groups():
-            candidates = open_groups.setdefault(group.shape, [])
+        """Horizontal (sibling) fusion: independent kernels over the same iteration space that
+        read a common input become one kernel with several outputs, so the input is read once
+        and one loop runs instead of two: elementwise kernels, and reductions over the same
+        axes (``x.sum(-1)`` and ``x.max(-1)``: one pass, two accumulators). Returns how many
+        merges were made."""
+        merges, open_groups = 0, {}   # horizontal key -> groups merged so far, in order
+        for group in self._groups():
+            key = rules.horizontal_key(group)
+            if key is None:
+                continue
+            candidates = open_groups.setdefault(key, [])
             target = next((c for c in candidates[-HORIZONTAL_WINDOW:]
                            if self._horizontal_ok(c, group)), None)
             if target is None:
                 candidates.append(group)
                 continue
-            target.absorb(group, "inner")
+            if group.reduce is None:
+                target.absorb(group, "inner")
+            else:
+                target.absorb_reductions(group, self.index)
             for member in group.nodes:
                 self.group_of[member] = target
             merges += 1
@@ -180,11 +185,11 @@ class _Fuser:
                 del self.group_of[node]
                 self._refuse(node, rules.NUMPY_ARG_REDUCTION)
 
-    def _elementwise_groups(self) -> list[Group]:
+    def _groups(self) -> list[Group]:
         groups, seen = [], set()
         for node in self.graph.nodes:
             group = self.group_of.get(node)
-            if group is not None and group.reduce is None and id(group) not in seen:
+            if group is not None and id(group) not in seen:
                 seen.add(id(group))
                 groups.append(group)
         return groups

@@ -63,9 +63,8 @@ class Group:
 
     @property
     def is_row_persistent(self) -> bool:
-        """Several passes per row: more than one reduction, or outer values read back inner."""
-        if len(self.reduces) > 1:
-            return True
+        """Several passes per row: outer values read back inner (every chained reduction reads
+        one; independent reductions merged side by side share one pass)."""
         return any(self.region[node.outputs[0]] == "inner" and any(
             self.region.get(v) == "outer" for v in node.inputs if isinstance(v, Var))
             for node in self.nodes)
@@ -81,6 +80,13 @@ class Group:
     def absorb(self, other: Group, region: str) -> None:
         for node in other.nodes:
             self.add(node, region)
+
+    def absorb_reductions(self, other: Group, index) -> None:
+        """A sibling reduce group over the same space and axes: its nodes keep their regions,
+        and each reduction is accumulated in the same pass as those of its depth."""
+        self.nodes |= other.nodes
+        self.region.update(other.region)
+        self.reduces = sorted(self.reduces + other.reduces, key=index.get)
 
 
 # -- what may be fused --------------------------------------------------------------------------
@@ -236,6 +242,17 @@ def merge_reason(group: Group, other: Group, region: str) -> str | None:
     if region != "inner" or other.shape != group.shape:
         return "different shape"
     return None
+
+
+def horizontal_key(group: Group) -> tuple | None:
+    """Groups that may merge side by side share this key: elementwise groups over one space,
+    or reduce groups over one space and the same axes (not argmax/argmin, whose kernel holds
+    one reduction). None: the group merges with none."""
+    if group.reduce is None:
+        return ("elementwise", group.shape)
+    if any(r.op in ("argmax", "argmin") for r in group.reduces):
+        return None
+    return ("reduce", group.shape, repr(sorted(group.reduce.attr.items())))
 
 
 def shared_inputs(group: Group, other: Group) -> bool:

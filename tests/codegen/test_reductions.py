@@ -4,6 +4,7 @@ import pytest
 from codegen_helpers import check_kernel, fused_node, reference
 
 from fusejit.codegen import build_kernel
+from fusejit.ir import Lit
 
 AXIS_FORMS = [(0,), (1,), (2,), (0, 2), (0, 1, 2)]
 BY_DTYPE = {
@@ -294,3 +295,32 @@ def test_arg_reductions_over_every_dim_scan_blocks_and_chunks_in_order(op, dtype
                     kernel(strided, parallel=True), kernel.fast_call(values)):
             assert got[0].dtype == want.dtype and got[0].shape == want.shape
             np.testing.assert_array_equal(got[0], want)
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("shape, axes", [((6, 700), (1,)), ((700, 6), (0,)), ((37, 3, 300), (1,)),
+                                         ((37, 3, 300), (0, 1, 2)), ((5, 600), (0, 1))],
+                         ids=["rows", "columns", "middle", "every-dim", "chunks"])
+def test_independent_reductions_side_by_side_in_one_pass(shape, axes, keepdims):
+    # Horizontal fusion of reductions (``x.sum(-1)``, ``abs(x).max(-1)``, ``(x > 1).any(-1)``,
+    # an epilogue on one of them): one accumulator each in the same loop, in every loop form
+    # (rows, columns, chunks of rows), serial and parallel.
+    def body(emit, x, y):
+        kept = {"axes": axes, "keepdims": keepdims}
+        total = emit("sum", emit("mul", x, y), **kept)
+        largest = emit("reduce_max", emit("abs", x), **kept)
+        seen = emit("any", emit("gt", x, Lit(1.0, np.float32)), **kept)
+        return [emit("add", total, largest), largest, seen, emit("reduce_min", y, **kept)]
+
+    node = fused_node([(shape, np.float32)] * 2, body, kind="reduce")
+    kernel = build_kernel(node)
+    assert kernel.plan.passes == 1 and len(kernel.plan.reduces) == 4
+    rng = np.random.default_rng(5)
+    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    x.flat[x.size // 3] = np.nan
+    want = reference(node, x, y)
+    for variant in (kernel(x, y, parallel=False), kernel(x, y, parallel=True),
+                    kernel.fast_call(x, y)):
+        for got, expected in zip(variant, want, strict=True):
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            np.testing.assert_allclose(got, expected, rtol=2e-6, equal_nan=True)

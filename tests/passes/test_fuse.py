@@ -454,6 +454,26 @@ def test_horizontal_siblings_reading_one_input_become_one_kernel():
     check_same(graph, result.graph, rand(6, 5), rand(6, 5), rand(6, 5))
 
 
+def test_sibling_reductions_over_the_same_axes_become_one_kernel():
+    # x.sum(-1), abs(x).max(-1) and (x * y).sum(-1) + 1 read x: one pass, three accumulators.
+    # A reduction over other axes, and an argmax (one reduction per kernel), stay apart.
+    b = Builder()
+    x, y = b.arg((6, 5)), b.arg((6, 5))
+    total = b("sum", x, axes=(1,), keepdims=False)
+    largest = b("reduce_max", b("abs", x), axes=(1,), keepdims=False)
+    dot = b("add", b("sum", b("mul", x, y), axes=(1,), keepdims=False), lit(1.0))
+    columns = b("sum", x, axes=(0,), keepdims=False)
+    index = b("argmax", x, axes=(1,), keepdims=False)
+    graph = b.graph(total, largest, dot, columns, index)
+    result = fuse(graph)
+    kernels = fused_nodes(result.graph)
+    assert result.stats["horizontal"] == 2 and len(kernels) == 2
+    merged = next(k for k in kernels if total in k.outputs)
+    assert set(merged.outputs) == {total, largest, dot} and merged.attr["kind"] == "reduce"
+    assert [n.op for n in result.graph.nodes if n.op != "fused"] == ["argmax"]
+    check_same(graph, result.graph, rand(6, 5), rand(6, 5))
+
+
 def test_horizontal_merging_tries_only_the_last_open_kernels(monkeypatch):
     # An unrolled recurrence: 40 same-shape kernels that all read w, each depending on the one
     # before through a reshape. Each merge try is a cycle check walking back to the candidate:
