@@ -357,7 +357,11 @@ def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, name
 
 
 def _as_kernel_array(value, shape) -> np.ndarray:
+    """An input as the kernel takes it: a 0-d one padded to (1,) (a literal operand comes
+    padded already, ``runtime.program.lower``)."""
     array = np.asarray(value)
+    if array.shape == (1,) and not shape:
+        return array
     if array.shape != tuple(shape):
         raise ValueError(f"kernel input has shape {array.shape}, expected {tuple(shape)}")
     return array.reshape(1) if array.ndim == 0 else array
@@ -376,7 +380,7 @@ def _specialize(kernel: CompiledKernel):
                 return kernel(in0, in1, in2, out=out)
             if type(in0) is not ndarray or in0.shape != (4, 5): in0 = coerce(in0, (4, 5))
             if type(in1) is not ndarray or in1.shape != (4, 1): in1 = coerce(in1, (4, 1))
-            if True: in2 = coerce(in2, ())
+            if type(in2) is not ndarray or in2.shape != (1,): in2 = coerce(in2, ())
             if not rows(4, 5, in0, in1, in2, o0):
                 strided(4, 5, in0, in1, in2, o0)
             return result
@@ -395,7 +399,7 @@ def _specialize(kernel: CompiledKernel):
     lines += ["    else:", f"        return kernel({leading}out=out)"]
     for name, shape in zip(inputs, kernel.in_shapes, strict=True):
         shape = tuple(shape)
-        check = f"type({name}) is not ndarray or {name}.shape != {shape!r}" if shape else "True"
+        check = f"type({name}) is not ndarray or {name}.shape != {shape or (1,)!r}"
         lines.append(f"    if {check}: {name} = coerce({name}, {shape!r})")
     if kernel.in_place:  # the outputs written in place are their input arrays
         results = [f"in{kernel.in_place[k]}" if k in kernel.in_place else o

@@ -255,6 +255,12 @@ def horizontal_key(group: Group) -> tuple | None:
     return ("reduce", group.shape, repr(sorted(group.reduce.attr.items())))
 
 
+def reads_from(group: Group, other: Group) -> bool:
+    """Whether either group reads a value the other computes (a direct edge)."""
+    return any(v in other.region for n in group.nodes for v in n.inputs if isinstance(v, Var)) \
+        or any(v in group.region for n in other.nodes for v in n.inputs if isinstance(v, Var))
+
+
 def shared_inputs(group: Group, other: Group) -> bool:
     """Whether two groups read a common Var produced outside both (or a graph input)."""
     def reads(g: Group) -> set[Var]:

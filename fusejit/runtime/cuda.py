@@ -79,6 +79,7 @@ class CudaProgram:
         self.graph, self.steps, self.kernels, self.checks = graph, steps, kernels, checks
         self.arena_offsets, self.arena_bytes, self.roots = arena_offsets, arena_bytes, roots
         self._arena, self._arena_views, self._stream = None, {}, None
+        self._literals: dict = {}   # Lit -> its device copy
         self._lock = threading.Lock()
         self._last_read = _last_reads(steps, graph)
 
@@ -144,8 +145,11 @@ class CudaProgram:
         return view
 
     def _value(self, value, env, stream):
-        if isinstance(value, Lit):
-            return arrays.upload(np.asarray(value.value), stream)
+        if isinstance(value, Lit):   # a kernel's literal operand (a mean's count): sent once
+            device = self._literals.get(value)
+            if device is None:
+                device = self._literals[value] = arrays.upload(np.asarray(value.value), stream)
+            return device
         return env[value]
 
     def _host_value(self, value, env, stream) -> np.ndarray:

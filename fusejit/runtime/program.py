@@ -300,9 +300,10 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
     constants: dict[int, np.ndarray] = {}
     count = [len(graph.inputs)]
 
-    def slot(value) -> int:
-        if isinstance(value, Lit):
-            constants[count[0]] = np.asarray(value.value)
+    def slot(value, kernel_operand=False) -> int:
+        if isinstance(value, Lit):   # a kernel's (a mean's count) as its padded shape (1,)
+            array = np.asarray(value.value)
+            constants[count[0]] = array.reshape(1) if kernel_operand else array
         elif value not in slot_of:
             slot_of[value] = count[0]
         else:
@@ -321,7 +322,8 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
             fn = writer(node.op, node.attr["key"], journaled=node in callers)
         else:
             fn = _step_function(node, target, kernels, _in_place_pairs(node, donors))
-        raw_steps.append((fn, tuple(slot(v) for v in node.inputs),
+        operand = node.op == "fused" and target == "cpu"
+        raw_steps.append((fn, tuple(slot(v, operand) for v in node.inputs),
                           tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
     steps = _attach_frees(raw_steps, set(outputs), len(graph.inputs), set(constants))

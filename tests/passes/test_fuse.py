@@ -474,6 +474,23 @@ def test_sibling_reductions_over_the_same_axes_become_one_kernel():
     check_same(graph, result.graph, rand(6, 5), rand(6, 5))
 
 
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_a_reduction_reading_another_is_not_merged_beside_it(keepdims):
+    # Batch-norm statistics over axis 0: the variance's prologue reads the mean. Chaining them
+    # needs a row-persistent kernel (trailing axes, kept dims), which placing refused; a
+    # side-by-side merge of the two reduce groups must not make that kernel anyway.
+    b = Builder()
+    x = b.arg((64, 32))
+    total = b("sum", x, axes=(0,), keepdims=keepdims)
+    centered = b("sub", x, total)
+    spread = b("sum", b("mul", centered, centered), axes=(0,), keepdims=keepdims)
+    graph = b.graph(total, spread)
+    result = fuse(graph)
+    assert result.stats["horizontal"] == 0 and len(fused_nodes(result.graph)) == 2
+    assert any("not the trailing ones" in r.reason for r in result.stats["refusals"])
+    check_same(graph, result.graph, rand(64, 32))
+
+
 def test_horizontal_merging_tries_only_the_last_open_kernels(monkeypatch):
     # An unrolled recurrence: 40 same-shape kernels that all read w, each depending on the one
     # before through a reshape. Each merge try is a cycle check walking back to the candidate:
