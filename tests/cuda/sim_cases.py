@@ -65,6 +65,26 @@ def test_device_inputs_give_device_results(case_id, fn, args):
     assert_same(expected, tuple(r.copy_to_host() for r in again), TOLERANCE)
 
 
+def test_a_mean_count_goes_to_the_device_once(monkeypatch):
+    # The count a layernorm divides by is a kernel operand (it keeps the kernel generic over
+    # the row length): replays with device inputs upload nothing.
+    from fusejit.codegen import cuda_arrays
+
+    def layer_norm(x):
+        centered = x - x.mean(-1, keepdims=True)
+        return centered / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    compiled, on_device = fusejit.compile(layer_norm, target="cuda"), cuda.to_device(x)
+    compiled(on_device)   # traces
+    compiled(on_device)   # the first replay sends the count
+    uploads, upload = [], cuda_arrays.upload
+    monkeypatch.setattr(cuda_arrays, "upload", lambda a, s: uploads.append(a) or upload(a, s))
+    for _ in range(2):
+        assert_same(layer_norm(x), compiled(on_device).copy_to_host(), TOLERANCE)
+    assert uploads == []
+
+
 def test_guards_pick_the_branch_on_replay():
     def branchy(x):
         return x * 2 if x.sum() > 0 else x - 1
