@@ -219,6 +219,13 @@ def donated_spans(spans: dict[Var, tuple[int, int]], donors: dict[Var, Var]) -> 
     return spans
 
 
+def eager_peak_bytes(graph: Graph, writes=frozenset()) -> int:
+    """``peak_bytes`` of the unfused program as NumPy runs it. ``writes``: the item
+    assignments (``a[i] = v``) that write into their target, as NumPy's do, allocating
+    nothing (the runtime's ``Program.writes``: into an intermediate, or a caller's array)."""
+    return peak_bytes(lifetimes(unfused(graph), writes))
+
+
 def peak_without(graph: Graph, writes, donated) -> int:
     """``peak_bytes`` when the kernel outputs in ``donated`` are stored into the caller's
     arrays (``in_place_updates``), as ``lower`` decides after this pass."""
@@ -235,7 +242,7 @@ def plan_memory(graph: Graph) -> PassResult:
     arena = max((offsets[v] + v.type.nbytes for v in spans), default=0)
     stats = {"last_use": last_uses(graph, writes),
              "peak_bytes": peak_bytes(donated_spans(spans, donors)),
-             "eager_peak_bytes": peak_bytes(lifetimes(unfused(graph))),
+             "eager_peak_bytes": eager_peak_bytes(graph),
              "buffers": len(spans), "offsets": offsets, "arena_bytes": arena,
              "in_place": donors, "writes_in_place": len(writes)}
     return PassResult(graph, False, stats)

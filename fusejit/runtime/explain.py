@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from ..ir import Graph, Node, ops, print_graph
 from ..ir.types import SUPPORTED_DTYPES as SUPPORTED
 from ..passes import DEFAULT_PIPELINE, run_pipeline
-from ..passes.plan_memory import peak_without
+from ..passes.plan_memory import eager_peak_bytes, peak_without
 from .entries import CompiledEntry
 
 STAGES = ("traced", "optimized", "kernels", "source", "memory") + DEFAULT_PIPELINE
@@ -189,10 +189,12 @@ def _explain_path(compiled, entry, cache) -> Explanation:
     memory = entry.pipeline.stats.get("plan_memory", {})
     result.memory = {k: memory[k] for k in ("peak_bytes", "eager_peak_bytes") if k in memory}
     result.memory["in_place"] = len(memory.get("in_place", ()))
-    donated = getattr(program, "donated", None)
+    donated, writes = getattr(program, "donated", None), getattr(program, "writes", None)
     if donated:
         result.memory["into_arguments"] = len(donated)
-        result.memory["peak_bytes"] = peak_without(program.graph, program.writes, donated)
+    if donated or writes:   # what lowering stores into the caller's arrays allocates nothing
+        result.memory["peak_bytes"] = peak_without(program.graph, writes, donated or {})
+        result.memory["eager_peak_bytes"] = eager_peak_bytes(program.graph, writes)
     result.constants = [f"{c.type} {c.description}" for c in entry.trace.captures
                         if c.source and c.source[0] == "const"]
     return result
