@@ -201,8 +201,8 @@ class _Fuser:
             return False
         if kernel_cost(group.nodes) + kernel_cost(other.nodes) > MAX_KERNEL_OPS:
             reason = SIZE_LIMIT
-        elif group.reduce is not None and rules.reads_from(other, group):
-            return False   # chained, not siblings: placing it refused that with its reason
+        elif group.reduce is not None and rules.sibling_reason(group, other) is not None:
+            return False   # chained, not siblings: placing the reader refused it with a reason
         else:
             union = group.nodes | other.nodes
             reason = self._cycle_reason(union, sorted(union, key=self.index.get))

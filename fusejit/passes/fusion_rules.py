@@ -255,10 +255,24 @@ def horizontal_key(group: Group) -> tuple | None:
     return ("reduce", group.shape, repr(sorted(group.reduce.attr.items())))
 
 
-def reads_from(group: Group, other: Group) -> bool:
-    """Whether either group reads a value the other computes (a direct edge)."""
-    return any(v in other.region for n in group.nodes for v in n.inputs if isinstance(v, Var)) \
-        or any(v in group.region for n in other.nodes for v in n.inputs if isinstance(v, Var))
+def sibling_reason(group: Group, other: Group) -> str | None:
+    """Why two reduce groups over one space and axes may not merge side by side (``None``:
+    they may). One may read the other's results where it combines results (an epilogue such
+    as ``x.sum(-1) + x.max(-1)``); reading them per element of the rows, or into a reduction
+    (batch-norm's variance reads its mean), chains them: a row-persistent kernel, which
+    placing the reader has refused unless ``row_persistent_reason`` allows it."""
+    for reader, source in ((group, other), (other, group)):
+        for node in reader.nodes:
+            read = [v for v in node.inputs if isinstance(v, Var) and v in source.region]
+            if not read:
+                continue
+            if any(source.region[v] != "outer" for v in read):
+                return "reads per-element values of the other kernel"
+            if reader.region[node.outputs[0]] != "outer" or node in reader.reduces:
+                reason = row_persistent_reason(group)
+                if reason is not None:
+                    return reason
+    return None
 
 
 def shared_inputs(group: Group, other: Group) -> bool:

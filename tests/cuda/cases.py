@@ -84,6 +84,11 @@ def _layernorm(x, w, b):
     return (x - mean) / np.sqrt(var + 1e-5) * w + b
 
 
+def _sibling_reductions(x):
+    # merged side by side into one kernel (fuse's horizontal reductions), one combining both
+    return x.sum(axis=0) * np.abs(x).max(axis=0), x.min(axis=-1) + x.mean(axis=-1)
+
+
 def _matmul_relu(x, w, b):
     return np.maximum(x @ w + b, 0)
 
@@ -126,6 +131,7 @@ def structure_cases():
         return rng.standard_normal(shape).astype(f32)
     yield "softmax-rows", _softmax, (rand(5, 33),)
     yield "layernorm-rows", _layernorm, (rand(4, 40), rand(40), rand(40))
+    yield "sibling-reductions", _sibling_reductions, (rand(6, 9),)
     yield "matmul-epilogue", _matmul_relu, (rand(5, 18), rand(18, 20), rand(20))
     yield "matmul-batched", _batched, (rand(2, 5, 17), rand(2, 17, 6))
     yield "matmul-transposed", _transposed, (rand(6, 9), rand(7, 9))

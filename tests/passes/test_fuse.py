@@ -455,21 +455,22 @@ def test_horizontal_siblings_reading_one_input_become_one_kernel():
 
 
 def test_sibling_reductions_over_the_same_axes_become_one_kernel():
-    # x.sum(-1), abs(x).max(-1) and (x * y).sum(-1) + 1 read x: one pass, three accumulators.
+    # x.sum(-1) / abs(x).max(-1) and (x * y).sum(-1) + 1 read x: one pass, three accumulators.
     # A reduction over other axes, and an argmax (one reduction per kernel), stay apart.
     b = Builder()
     x, y = b.arg((6, 5)), b.arg((6, 5))
     total = b("sum", x, axes=(1,), keepdims=False)
     largest = b("reduce_max", b("abs", x), axes=(1,), keepdims=False)
     dot = b("add", b("sum", b("mul", x, y), axes=(1,), keepdims=False), lit(1.0))
+    both = b("div", total, largest)            # an epilogue combining two results
     columns = b("sum", x, axes=(0,), keepdims=False)
     index = b("argmax", x, axes=(1,), keepdims=False)
-    graph = b.graph(total, largest, dot, columns, index)
+    graph = b.graph(both, dot, columns, index)
     result = fuse(graph)
     kernels = fused_nodes(result.graph)
     assert result.stats["horizontal"] == 2 and len(kernels) == 2
-    merged = next(k for k in kernels if total in k.outputs)
-    assert set(merged.outputs) == {total, largest, dot} and merged.attr["kind"] == "reduce"
+    merged = next(k for k in kernels if both in k.outputs)
+    assert set(merged.outputs) == {both, dot} and merged.attr["kind"] == "reduce"
     assert [n.op for n in result.graph.nodes if n.op != "fused"] == ["argmax"]
     check_same(graph, result.graph, rand(6, 5), rand(6, 5))
 
