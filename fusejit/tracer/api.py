@@ -151,7 +151,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
         treedef, [proxies.get(i, leaf) for i, leaf in enumerate(leaves)]))
     random_before = _random_state_token()
     before = snapshot(leaves, fn)
-    audited = audit.start(fn)
+    audited = audit.start(fn, leaves)
+    recorder.audited = {id(array): (array, name, checksum) for array, name, checksum in audited}
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     copied = returned_containers.copies(args, kwargs, proxy_args, proxy_kwargs)
     set_active(recorder)

@@ -16,28 +16,28 @@ import zlib
 import numpy as np
 
 from ..logs import topic
+from .captures import MAX_DEPTH, slot_items, slot_names
 
 log = topic("trace")
 MAX_BYTES = 256 * 2**20   # checksummed per trace, twice (zlib.crc32: ~2 GB/s here)
+_MAX_OBJECTS = 2000        # objects looked into below the arguments
+_LIBRARIES = ("numpy", "scipy", "numba", "builtins", "fusejit")
 REASON = ("untraced code changed the array {name} while tracing (a method, a function kept "
           "in a dict or decorated, or another module's function writing the module's "
           "globals): a replay would not repeat the change")
+BEFORE = ("the array {name} was changed by NumPy code with no traced value in it before the "
+          "body used it with traced values (it is in a dict or list subclass, an object with "
+          "__slots__, or deeper than three steps, where the body reads plain arrays): a replay "
+          "would not repeat the change")
 
 
-def start(fn) -> list[tuple[np.ndarray, str, int]]:
-    """(array, name, checksum) for the arrays the body's function reaches by name."""
+def start(fn, leaves=()) -> list[tuple[np.ndarray, str, int]]:
+    """(array, name, checksum) for the arrays the body's function reaches by name, and those
+    the argument objects hold where the body reads them as plain arrays (``plain_held``)."""
     func = _function(fn)
-    if func is None:
-        return []
-    named = [(value, name) for name, value in list(func.__globals__.items())
-             if _auditable(value)]
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
-        try:
-            value = cell.cell_contents
-        except ValueError:   # an empty cell
-            continue
-        if _auditable(value):
-            named.append((value, name))
+    named = [] if func is None else _named(func)
+    owner = getattr(fn, "__self__", None)
+    named += plain_held([*leaves, *([owner] if owner is not None else [])])
     audit, budget = [], MAX_BYTES
     for array, name in sorted(named, key=lambda pair: pair[0].nbytes):
         if array.nbytes > budget:
@@ -47,6 +47,64 @@ def start(fn) -> list[tuple[np.ndarray, str, int]]:
         budget -= array.nbytes
         audit.append((array, name, _checksum(array)))
     return audit
+
+
+def _named(func) -> list[tuple[np.ndarray, str]]:
+    named = [(value, name) for name, value in list(func.__globals__.items())
+             if _auditable(value)]
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
+        try:
+            value = cell.cell_contents
+        except ValueError:   # an empty cell
+            continue
+        if _auditable(value):
+            named.append((value, name))
+    return named
+
+
+def plain_held(objects) -> list[tuple[np.ndarray, str]]:
+    """Arrays held by the argument objects where the tracer does not swap them for proxies
+    (``capture_proxies``): in ``dict`` and ``list`` subclasses (an ``OrderedDict`` of
+    parameters), in objects with ``__slots__``, and more than ``MAX_DEPTH`` steps down.
+    NumPy code on them alone (``state["m"] *= 0.9``) runs only while tracing."""
+    found, seen = [], set()
+
+    def walk(obj, label, steps, plain):
+        if steps > MAX_DEPTH + 2 or id(obj) in seen or len(seen) >= _MAX_OBJECTS:
+            return
+        seen.add(id(obj))
+        plain = plain or type(obj) not in (list, tuple, dict) and isinstance(obj, (list, dict)) \
+            or bool(slot_names(type(obj)))
+        for key, item in _children(obj):
+            if _auditable(item):
+                if plain or steps >= MAX_DEPTH:
+                    found.append((item, f"{label}{key}"))
+            elif not isinstance(item, (str, bytes, int, float, type, types.ModuleType)):
+                walk(item, f"{label}{key}", steps + 1, plain)
+
+    for index, obj in enumerate(objects):
+        walk(obj, f"argument {index}", 0, False)
+    return found
+
+
+def _children(obj) -> list:
+    if isinstance(obj, dict):
+        return [(f"[{k!r}]", v) for k, v in list(dict.items(obj))]
+    if isinstance(obj, (list, tuple)):
+        return [(f"[{k}]", v) for k, v in enumerate(list(obj))]
+    if getattr(type(obj), "__module__", "").split(".")[0] in _LIBRARIES:
+        return []
+    attrs = dict(getattr(obj, "__dict__", None) or {})
+    attrs.update(slot_items(obj))
+    return [(f".{k}", v) for k, v in attrs.items()]
+
+
+def changed_before_capture(recorder, array: np.ndarray) -> bool:
+    """Whether ``array``, captured now, changed since the trace began (code the tracer did
+    not see wrote it: ``state["m"] *= 0.9`` before ``state["m"] += g``). The replay would
+    read it as the caller holds it, without that change."""
+    entry = recorder.audited.get(id(array))
+    return entry is not None and entry[0] is array and _checksum(array) != entry[2]
 
 
 def check(audit, recorder, written_arrays=()) -> None:

@@ -17,12 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import sys
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .captures import MAX_DEPTH, bound_parts, code_names, found_path, user_code
+from .captures import (
+    MAX_DEPTH,
+    bound_parts,
+    code_names,
+    found_path,
+    slot_items,
+    slot_names,
+    user_code,
+)
 from .context import unwrap
 from .loc import classify
 from .overlay import Copies, proxyable
@@ -31,6 +40,8 @@ from .tracer import CapturedTracer, Tracer
 
 LEAKED = ("side effect that replay would lose: a traced value stored into a list, dict or "
           "object reached from a global or closure")
+LEAKED_INTO = ("side effect that replay would lose: a traced value bound to an item of a dict "
+               "or list subclass ({})")
 
 
 @dataclass
@@ -76,6 +87,14 @@ class _Swaps:
             self.seen.add(id(value))
         if type(value) in (list, dict):
             slots = value
+        elif _plain_subclass(value):
+            slots = _Subclass(value)   # an OrderedDict, a defaultdict, a user's dict class
+        elif isinstance(value, (list, dict)) and not isinstance(value, Tracer):
+            if not again:   # its own __setitem__: its arrays stay, a traced value bound is refused
+                self.shared.append(_Subclass(value))
+            return
+        elif _slotted(value):
+            slots = _Slots(value)      # a user class with __slots__ (a slots dataclass)
         elif type(value) is tuple:
             for key, item in enumerate(value):
                 self.swap(item, _below(where, "item", key), depth - 1, again)
@@ -86,9 +105,9 @@ class _Swaps:
             slots = vars(value)
         else:
             return
-        if where[0][0] in ("global", "cell") and not again:
+        if (where[0][0] in ("global", "cell") or isinstance(slots, _Subclass)) and not again:
             self.shared.append(slots)
-        step = "attr" if slots is not value else "item"
+        step = "item" if isinstance(value, (list, dict)) else "attr"
         for key, item in _items(slots):
             if id(item) in self.arrays:        # a proxy put there: another path to its array
                 self.proxy(self.arrays[id(item)], _below(where, step, key))
@@ -112,13 +131,71 @@ class _Swaps:
             for key, item in _items(slots):
                 if isinstance(item, Tracer) or has_traced(item):
                     slots[key] = unwrap(item)
-                    self.recorder.set_fallback(LEAKED, None)
+                    self.recorder.set_fallback(
+                        LEAKED_INTO.format(type(slots.target).__name__)
+                        if isinstance(slots, _Subclass) else LEAKED, None)
 
 
 def _items(slots) -> list:
     """(key, item) pairs of a dict, list, ``__dict__`` or ``_Attributes``, taken before any
     is replaced."""
     return list(enumerate(slots) if type(slots) is list else slots.items())
+
+
+class _Subclass:
+    """A ``dict`` or ``list`` subclass as slots to swap, read and set with ``dict``'s and
+    ``list``'s own methods: its ``__setitem__`` (validation, conversion) is its own code,
+    which swapping a proxy in and the array back must not run. Binding a traced value to an
+    item is a side effect replay would lose: that signature runs eagerly."""
+
+    def __init__(self, target):
+        self.target = target
+        self.base = dict if isinstance(target, dict) else list
+
+    def items(self):
+        if self.base is dict:
+            return list(dict.items(self.target))
+        return list(enumerate(list.__iter__(self.target)))
+
+    def __setitem__(self, key, value):
+        self.base.__setitem__(self.target, key, value)
+
+
+class _Slots:
+    """The ``__slots__`` attributes of a user object as slots to swap, set with
+    ``object.__setattr__`` (a frozen slots dataclass refuses ``setattr``). A slot rebound to
+    a traced value is ``side_effects.detect``'s to refuse."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def items(self):
+        return slot_items(self.target)
+
+    def __setitem__(self, key, value):
+        object.__setattr__(self.target, key, value)
+
+
+def _plain_subclass(obj) -> bool:
+    """A ``dict`` or ``list`` subclass whose items are read and set by C code (``OrderedDict``,
+    ``defaultdict``, ``class Params(dict): pass``). One with its own ``__getitem__`` or
+    ``__setitem__`` in Python (validating or converting values) keeps its arrays: that code
+    would be given proxies, which are not ndarrays."""
+    if not isinstance(obj, (list, dict)) or isinstance(obj, Tracer):
+        return False
+    return all(isinstance(inspect.getattr_static(type(obj), name),
+                          (types.WrapperDescriptorType, types.MethodDescriptorType))
+               for name in ("__getitem__", "__setitem__"))
+
+
+def _slotted(obj) -> bool:
+    """An instance of a user class with ``__slots__`` (its ``__dict__``, if any, is swapped as
+    ``vars``; only its slots here)."""
+    cls = type(obj)
+    if not slot_names(cls) or isinstance(obj, Tracer):
+        return False
+    module = sys.modules.get(cls.__module__)
+    return classify(getattr(module, "__file__", None) or "<unknown>") == "user"
 
 
 class _Attributes:
@@ -180,7 +257,7 @@ def _bound(swaps: _Swaps, value, name):
 
 def _argument_objects(result: Plan, leaves, hints) -> Plan:
     for index, leaf in enumerate(leaves):
-        if watchable(leaf):
+        if watchable(leaf) or _slotted(leaf) or isinstance(leaf, (list, dict)):
             result.swaps.swap(leaf, (("leaf", index), (), hints[index]))
     return result
 

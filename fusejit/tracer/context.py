@@ -94,6 +94,8 @@ class Recorder:
     paths: dict = field(default_factory=dict)  # id(ndarray) -> (ndarray, [(source, steps)]):
     #                                            every path seen holding it (Capture.aliases)
     warning_filters: tuple = field(default_factory=lambda: tuple(warnings.filters))
+    audited: dict = field(default_factory=dict)   # id(ndarray) -> (array, name, checksum)
+    #                                               when the trace began (``audit.start``)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -238,6 +240,9 @@ class Recorder:
         else:
             source, steps, text = found[0]
             self._note_paths(array, found)
+        from .audit import BEFORE, changed_before_capture
+        if changed_before_capture(self, array):
+            self.set_fallback(BEFORE.format(name=self.audited[id(array)][1]))
         var = Var(TensorType(array.shape, array.dtype), sanitize(text.split(" ")[-1])
                   if found else "const")
         return self.register_capture(CaptureRecord(text, var, source, steps, array, True))

@@ -3,6 +3,7 @@
 Each test runs the same steps eagerly on state of its own and compiled, and compares results
 and state after every call (docs/tracing.md, "Captured arrays are read by reference").
 """
+import collections
 import dataclasses
 import threading
 
@@ -444,3 +445,107 @@ def test_an_array_in_a_slot_is_read_by_reference():
         change()
         assert_same(scaled(layer, x), compiled(layer, x))
     assert compiled.cache_info()["hits"] == 2
+
+
+class _CheckedDict(dict):
+    def __setitem__(self, key, value):       # its own code: never given the proxies
+        if not isinstance(value, np.ndarray):
+            raise TypeError("arrays only")
+        super().__setitem__(key, value)
+
+
+class _Params(dict):
+    pass
+
+
+class _Items(list):
+    pass
+
+
+class _Slotted:
+    __slots__ = ("m", "w")
+
+    def __init__(self):
+        self.m, self.w = np.zeros(3), np.ones(3)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _FrozenSlots:
+    m: np.ndarray
+    w: np.ndarray
+
+
+def _momentum_item(state, g):
+    state["m"] *= 0.9                       # no traced value in it: replayed all the same
+    state["m"] += g
+    return state["w"] - state["m"]
+
+
+def _momentum_attr(state, g):
+    state.m[...] *= 0.9
+    np.add(state.m, g, out=state.m)
+    return state.w - state.m
+
+
+def _momentum_list(state, g):
+    state[0] *= 0.9
+    state[0] += g
+    return state[1] - state[0]
+
+
+@pytest.mark.parametrize("body, make", [
+    (_momentum_item, lambda: collections.OrderedDict(m=np.zeros(3), w=np.ones(3))),
+    (_momentum_item, lambda: collections.defaultdict(list, m=np.zeros(3), w=np.ones(3))),
+    (_momentum_item, lambda: _Params(m=np.zeros(3), w=np.ones(3))),
+    (_momentum_list, lambda: _Items([np.zeros(3), np.ones(3)])),
+    (_momentum_attr, _Slotted),
+    (_momentum_attr, lambda: _FrozenSlots(np.zeros(3), np.ones(3))),
+], ids=["OrderedDict", "defaultdict", "dict-subclass", "list-subclass", "slots", "frozen-slots"])
+def test_arrays_in_container_subclasses_and_slots_are_proxies_too(body, make):
+    # They were read as plain arrays: the decay, with no traced value in it, ran only while
+    # tracing, and every replay dropped it (momentum 4.0 where NumPy gives 3.439).
+    eager, got = make(), make()
+    compiled = fusejit.compile(body)
+    for step in range(4):
+        g = np.full(3, 1.0 + step)
+        assert_same(body(eager, g), compiled(got, g))
+        for before, after in zip(_arrays(eager), _arrays(got), strict=True):
+            assert_same(before, after)
+            assert type(after) is np.ndarray
+    assert compiled.cache_info()["eager_signatures"] == 0
+
+
+def _arrays(state):
+    if isinstance(state, dict):
+        return [state["m"], state["w"]]
+    return list(state) if isinstance(state, list) else [state.m, state.w]
+
+
+@pytest.mark.parametrize("kind", [collections.OrderedDict, _CheckedDict])
+def test_a_traced_value_bound_to_an_item_of_a_dict_subclass_runs_eagerly(kind):
+    # Replayed, the item kept its first value (5.7 where NumPy gives 8.13 at the third call).
+    def ema(state, x):
+        state["m"] = state["m"] * 0.9 + x     # a replay cannot rebind the item
+        return state["m"].sum()
+
+    eager, got = (kind(m=np.ones(3)) for _ in range(2))
+    compiled = fusejit.compile(ema)
+    for step in range(3):
+        assert_same(ema(eager, np.full(3, step)), compiled(got, np.full(3, step)))
+        assert_same(eager["m"], got["m"])
+        assert type(got["m"]) is np.ndarray
+    assert f"bound to an item of a dict or list subclass ({kind.__name__})" in str(
+        compiled.explain(got, np.ones(3)))
+
+
+def test_a_dict_subclass_with_its_own_setitem_keeps_its_arrays():
+    # Its __setitem__ would be given proxies, which are not ndarrays: it is read as before.
+    def forward(params, x):
+        return np.tanh(x @ params["w"]) + params["b"]
+
+    params = _CheckedDict(w=np.eye(3), b=np.arange(3.0))
+    compiled = fusejit.compile(forward)
+    for step in range(3):
+        x = np.full((2, 3), step - 1.0)
+        assert_same(forward(params, x), compiled(params, x))
+    assert compiled.cache_info()["eager_signatures"] == 0
