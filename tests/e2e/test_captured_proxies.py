@@ -6,6 +6,7 @@ and state after every call (docs/tracing.md, "Captured arrays are read by refere
 import collections
 import dataclasses
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -549,3 +550,24 @@ def test_a_dict_subclass_with_its_own_setitem_keeps_its_arrays():
         x = np.full((2, 3), step - 1.0)
         assert_same(forward(params, x), compiled(params, x))
     assert compiled.cache_info()["eager_signatures"] == 0
+
+
+def test_an_array_deeper_than_three_steps_changed_before_its_traced_use_runs_eagerly():
+    # Read as a plain array (more than three steps down): the decay ran only while tracing,
+    # and each replay read the array without it.
+    def decayed(net, x):
+        net.a.b.c.w *= 0.5
+        return x * net.a.b.c.w
+
+    def make():
+        inner = types.SimpleNamespace(w=np.ones(3))
+        return types.SimpleNamespace(a=types.SimpleNamespace(b=types.SimpleNamespace(c=inner)))
+
+    eager, got = make(), make()
+    compiled = fusejit.compile(decayed)
+    for step in range(3):
+        x = np.full(3, step + 1.0)
+        assert_same(decayed(eager, x), compiled(got, x))
+        assert_same(eager.a.b.c.w, got.a.b.c.w)
+    assert "was changed by NumPy code with no traced value in it" in str(
+        compiled.explain(got, np.ones(3)))
