@@ -215,9 +215,12 @@ def _check_untraced_results(recorder, leaves) -> None:
     traced value may have read it (``acc += x; return acc.sum()``): run eagerly."""
     if not recorder.written:
         return
+    returned = _returned_floats(recorder)   # ``return float(loss)``: an output, traced
     for leaf in leaves:
         if isinstance(leaf, (Tracer, TracedFloat)) or not isinstance(leaf, (np.ndarray,
                                                                           np.generic, float)):
+            continue
+        if type(leaf) is float and id(leaf) in returned:
             continue
         entry = recorder.raw.get(id(leaf)) if type(leaf) is np.ndarray else None
         if entry is None or entry[0] is not leaf:

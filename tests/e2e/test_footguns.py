@@ -516,6 +516,30 @@ def test_updates_of_arrays_in_lists_and_dicts_of_an_argument_are_replayed():
     assert compiled.cache_info()["eager_signatures"] == 0
 
 
+class _Linear:
+    def __init__(self):
+        self.w = np.ones((3, 2))
+
+
+def _sgd_step(model, x):
+    loss = np.mean(x @ model.w)
+    model.w -= 0.1 * loss
+    return float(loss)            # traced and returned: no guard, and no eager fallback
+
+
+def test_return_float_after_a_write_into_an_attribute_compiles():
+    # It ran eagerly: the returned float was taken for a number untraced code computed.
+    eager, got = _Linear(), _Linear()
+    compiled = fusejit.compile(_sgd_step)
+    for step in range(4):
+        x = np.full((4, 3), step + 1.0)
+        want, loss = _sgd_step(eager, x), compiled(got, x)
+        assert type(loss) is float and loss == pytest.approx(want, rel=1e-12)
+        assert_same(eager.w, got.w)
+    info = compiled.cache_info()
+    assert info["eager_signatures"] == 0 and info["traces"] == 1
+
+
 def test_item_used_as_a_value_is_traced_not_frozen():
     @fusejit.compile
     def normalise(x):
