@@ -82,6 +82,16 @@ def _compare(py_op, ufunc):
     return apply
 
 
+def printf_texts(value: float) -> list[str]:
+    """The texts C code may make of ``value`` without calling ``__format__``: its repr, and
+    printf-style ``%f``, ``%e`` and ``%g`` at the usual precisions (``"loss=%.4f" % v``,
+    ``np.format_float_scientific``). Texts of one or two characters are left out: nearly
+    every string holds one."""
+    texts = {float.__repr__(value), np.format_float_scientific(value)}
+    texts.update(f"%.{p}{kind}" % value for p in range(10) for kind in "feg")
+    return [text for text in texts if len(text) > 2]
+
+
 class TracedFloat(float):
     __slots__ = ("tracer", "__weakref__")
 
@@ -89,9 +99,11 @@ class TracedFloat(float):
     def make(cls, value: float, recorder, var) -> TracedFloat:
         self = cls(value)
         self.tracer = Tracer(float(value), var, recorder)
-        # C code reads the plain value (``json.dumps``, ``"%s" % v``, ``str.join``): a
-        # returned string holding its text runs eagerly, as one formatted from it does
-        remember_text(recorder, float.__repr__(self))
+        # C code reads the plain value (``json.dumps``, ``"%s" % v``, ``"%.4f" % v``,
+        # ``str.join``): a returned string holding its text runs eagerly, as one formatted
+        # from it does
+        for text in printf_texts(float.__float__(self)):
+            remember_text(recorder, text)
         return self
 
     def live(self) -> bool:

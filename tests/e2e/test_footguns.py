@@ -49,18 +49,22 @@ def test_printing_traced_values_happens_while_tracing_with_numpys_text(capsys):
                                   lambda x, lr: "%s!" % x.max().item(),  # noqa: UP031
                                   lambda x, lr: f"loss={float(x.sum()):.3f}",
                                   lambda x, lr: json.dumps({"max": x.max().item()}),
-                                  lambda x, lr: ", ".join(["a", "%r" % (x[1].item(),)])],  # noqa: UP031
+                                  lambda x, lr: ", ".join(["a", "%r" % (x[1].item(),)]),  # noqa: UP031
+                                  lambda x, lr: "loss=%.4f" % x.mean().item(),  # noqa: UP031
+                                  lambda x, lr: {"l": "%.2e" % x.mean().item()},  # noqa: UP031
+                                  lambda x, lr: np.format_float_scientific(x[0].item(), 3)],
                          ids=["str", "repr", "format", "f_string", "percent_item", "float",
-                              "json_item", "joined_float"])
+                              "json_item", "joined_float", "percent_f", "percent_e_in_dict",
+                              "format_float_scientific"])
 def test_a_returned_string_made_from_a_traced_value_runs_eagerly(text):
     def described(x, lr):
         return x * lr, text(x, lr)
 
-    compiled = fusejit.compile(described)
-    for x, lr in ((np.array([3.0, 1.0]), 0.1), (np.array([2.0, 5.0]), 0.2)):
+    compiled = fusejit.compile(described)   # values whose short texts are not their reprs
+    for x, lr in ((np.array([1 / 3, 1 / 7]), 0.1), (np.array([2 / 3, 5 / 7]), 0.2)):
         want, got = described(x, lr), compiled(x, lr)
         assert_same(want[0], got[0])
-        assert got[1] == want[1] and type(got[1]) is str    # the trace's too, not TracedText
+        assert got[1] == want[1] and type(got[1]) is type(want[1])  # not TracedText
     assert compiled.cache_info()["eager_signatures"] == 1
 
 
