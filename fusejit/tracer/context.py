@@ -177,9 +177,9 @@ class Recorder:
             return entry[1]
         if type(array) is not np.ndarray:
             raise EagerFallback(f"ndarray subclass {type(array).__name__} used in the body")
-        if array.dtype.kind in "OV" or array.dtype.fields is not None:
-            raise EagerFallback(f"array of dtype {array.dtype} (object or structured) used "
-                                f"in the body")
+        if array.dtype.kind not in "biufc" or array.dtype.fields is not None:
+            raise EagerFallback(f"array of dtype {array.dtype} (object, structured, string or "
+                                f"datetime) used in the body")
         return self._capture(array, fresh)
 
     def capture_at(self, array: np.ndarray, source, steps, text: str) -> Var:

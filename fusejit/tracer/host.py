@@ -76,7 +76,8 @@ def _results(concrete):
     if not results or not all(isinstance(r, (np.ndarray, np.generic)) for r in results):
         raise EagerFallback("host call returning something other than arrays")
     for r in results:
-        if type(r) is not np.ndarray and not isinstance(r, np.generic) or r.dtype.kind in "OV":
+        if type(r) is not np.ndarray and not isinstance(r, np.generic) or \
+                r.dtype.kind not in "biufc":   # object, structured, string, datetime
             raise EagerFallback(f"host call returning {type(r).__name__} of dtype {r.dtype}")
     return results
 

@@ -27,7 +27,7 @@ REBOUND = "side effect that replay would lose: {} rebound in the body"
 
 def proxyable(value) -> bool:
     """A plain array of a dtype the tracer takes: the body sees a proxy of it."""
-    return (type(value) is np.ndarray and value.dtype.kind not in "OV"
+    return (type(value) is np.ndarray and value.dtype.kind in "biufc"
             and value.dtype.fields is None)
 
 

@@ -342,6 +342,9 @@ def write(recorder, target, new_var) -> None:
 
 def wrap(recorder, concrete, var, link: ViewLink | None = None):
     """A proxy for NumPy's result, after checking the recorded type matches it."""
+    if getattr(concrete, "dtype", np.dtype(np.float64)).kind not in "biufc":
+        raise EagerFallback(f"a result of dtype {concrete.dtype} (strings, datetimes, objects) "
+                            f"is not supported by the compiler")
     if not recorder.check_type(concrete, var):
         return concrete
     proxy = Tracer(concrete, var, recorder, link)

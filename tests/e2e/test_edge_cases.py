@@ -949,3 +949,22 @@ def test_a_host_call_returning_its_argument_runs_eagerly():
         assert_same(want, got)
         assert (got is a) == (want is a)
     assert "returned its argument itself" in str(compiled.explain(a, np.int64(1)))
+
+
+_CLASSES = np.array(["cat", "dog", "bird"])
+
+
+@pytest.mark.parametrize("body", [
+    lambda logits, y: _CLASSES[logits.argmax(1)],
+    lambda logits, y: np.where(logits.argmax(1) == y, "ok", "bad"),
+    lambda logits, y: logits.mean(0).astype(str),
+], ids=["global-strings", "where-strings", "astype-str"])
+def test_string_results_run_eagerly_without_an_internal_error(body):
+    # They raised KeyError('str128') from the IR printer under FUSEJIT_STRICT=1 (and warned
+    # "compiling failed" without it).
+    compiled = fusejit.compile(body)
+    logits, y = np.random.default_rng(0).standard_normal((5, 3)), np.zeros(5, np.int64)
+    for _ in range(3):
+        want, got = body(logits, y), compiled(logits, y)
+        assert got.dtype == want.dtype and (got == want).all()
+    assert compiled.cache_info()["eager_signatures"] == 1
