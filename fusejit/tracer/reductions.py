@@ -20,6 +20,29 @@ def _check_plain(name, out=None, initial=None, where=True):
         raise unsupported(f"np.{name} with out=, initial= or where=")
 
 
+def _result(rec, concrete, var, name, out, reference):
+    """The reduction's result, or with ``out=`` (``np.sum(x, 0, out=acc)``) written into
+    ``out``, which NumPy returns. NumPy reduces in ``out``'s dtype: where that is not the
+    dtype it reduces in without ``out=`` (``reference``, a one-element stand-in's result),
+    the signature runs eagerly."""
+    if out is None:
+        return wrap(rec, concrete, var)
+    from ..errors import EagerFallback
+    from .tracer import Tracer
+    from .ufuncs import write_out
+    target = out[0] if type(out) is tuple and len(out) == 1 else out
+    if not isinstance(target, Tracer) and type(target) is not np.ndarray:
+        raise EagerFallback(f"np.{name} with out= of type {type(target).__name__}")
+    if target.dtype != reference.dtype:
+        raise EagerFallback(f"np.{name} with out= of dtype {target.dtype}: NumPy reduces in "
+                            f"it, not in {reference.dtype}")
+    return write_out(rec, target, rec.cast(var, reference.dtype))
+
+
+def _stand_in(a):
+    return np.zeros(1, a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype)
+
+
 def bool_reduce(op: str, dtype) -> str:
     """The reduction NumPy runs over bools: their add is a logical or, their multiply an and
     (``x.sum(dtype=bool)``, ``np.einsum("ij->j", mask)``)."""
@@ -35,29 +58,30 @@ def _reduce(rec, op, var, axes, keepdims):
     return rec.emit(op, [var], {"axes": axes, "keepdims": bool(keepdims)})
 
 
-def _simple(op, name, cast_input=True):
+def _simple(op, name, fn):
     def record(rec, concrete, a, axis=None, dtype=None, out=None, keepdims=False,
                initial=None, where=True):
-        _check_plain(name, out, initial, where)
-        value = rec.operand(a)
-        if cast_input:
-            value = rec.cast(value, np.asarray(concrete).dtype)
+        _check_plain(name, None, initial, where)
+        reference = fn(_stand_in(a), dtype=dtype)
+        value = rec.cast(rec.operand(a), reference.dtype)
         axes = normalize_axes(axis, value.type.ndim)
-        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+        return _result(rec, concrete, _reduce(rec, op, value, axes, keepdims), name, out,
+                       reference)
     return record
 
 
-implements(np.sum)(_simple("sum", "sum"))
-implements(np.prod)(_simple("prod", "prod"))
+implements(np.sum)(_simple("sum", "sum", np.sum))
+implements(np.prod)(_simple("prod", "prod", np.prod))
 
 
 def _extreme(op, name):
     def record(rec, concrete, a, axis=None, out=None, keepdims=False, initial=None,
                where=True):
-        _check_plain(name, out, initial, where)
+        _check_plain(name, None, initial, where)
         value = rec.operand(a)
         axes = normalize_axes(axis, value.type.ndim)
-        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+        return _result(rec, concrete, _reduce(rec, op, value, axes, keepdims), name, out,
+                       _stand_in(a))
     return record
 
 
@@ -126,8 +150,10 @@ def _mean_var(rec, a, axis, dtype, keepdims):
 
 @implements(np.mean)
 def _mean(rec, concrete, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
-    _check_plain("mean", out, None, where)
+    _check_plain("mean", None, None, where)
     result = _mean_var(rec, a, axis, dtype, keepdims)
+    if out is not None:
+        return _result(rec, concrete, result, "mean", out, np.mean(_stand_in(a), dtype=dtype))
     return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))
 
 

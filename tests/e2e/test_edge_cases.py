@@ -968,3 +968,25 @@ def test_string_results_run_eagerly_without_an_internal_error(body):
         want, got = body(logits, y), compiled(logits, y)
         assert got.dtype == want.dtype and (got == want).all()
     assert compiled.cache_info()["eager_signatures"] == 1
+
+
+@pytest.mark.parametrize("body, x_dtype, out_shape, out_dtype, compiles", [
+    (lambda x, out: np.sum(x, axis=0, out=out), np.float32, (4,), np.float32, True),
+    (lambda x, out: np.sum(x, axis=1, out=out) * 2, np.int32, (6,), np.int64, True),
+    (lambda x, out: np.sum(x, axis=1, out=out), np.int32, (6,), np.int32, False),
+    (lambda x, out: np.mean(x, 1, out=out), np.float64, (6,), np.float64, True),
+    (lambda x, out: np.max(x, axis=0, keepdims=True, out=out), np.float32, (1, 4), np.float32,
+     True),
+    (lambda x, out: x.prod(axis=0, out=out), np.float64, (4,), np.float64, True),
+], ids=["sum", "sum-int-into-int64", "sum-int32-into-int32", "mean", "max-keepdims", "prod"])
+def test_reductions_with_out_write_into_it(body, x_dtype, out_shape, out_dtype, compiles):
+    # They raised UnsupportedError ("np.sum with out=, initial= or where="); NumPy reduces in
+    # out's dtype, so one of another dtype than the plain result runs eagerly.
+    compiled = fusejit.compile(body)
+    for step in range(3):
+        x = (np.arange(24).reshape(6, 4) % 7 + step).astype(x_dtype)
+        eager_out, out = np.zeros(out_shape, out_dtype), np.zeros(out_shape, out_dtype)
+        want, got = body(x, eager_out), compiled(x, out)
+        assert_same(want, got)
+        assert_same(eager_out, out)
+    assert compiled.cache_info()["eager_signatures"] == (0 if compiles else 1)
