@@ -154,7 +154,7 @@ class Recorder:
             except OverflowError:   # ``u8 < -1``, ``np.clip(u8, -5, 3)``: NumPy's own rules
                 raise EagerFallback(f"the Python int {x} is out of the range of "
                                     f"{np.dtype(dtype)}") from None
-        elif isinstance(x, (list, tuple)):
+        elif isinstance(x, (list, tuple, range)):   # ``logp[range(n), y]``: NumPy's array
             value = self.raw_var(self.const_array(x))
         else:
             raise UnsupportedError(f"operand of type {type(x).__name__} is not supported by "

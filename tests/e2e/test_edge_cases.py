@@ -990,3 +990,16 @@ def test_reductions_with_out_write_into_it(body, x_dtype, out_shape, out_dtype, 
         assert_same(want, got)
         assert_same(eager_out, out)
     assert compiled.cache_info()["eager_signatures"] == (0 if compiles else 1)
+
+
+def test_a_range_in_an_index_is_an_integer_array():
+    # ``logp[range(n), y]`` raised "operand of type range is not supported by fusejit".
+    def nll(logp, y):
+        return -logp[range(len(y)), y].mean(), logp[range(1, 4)] * 2
+
+    compiled = fusejit.compile(nll)
+    for seed in range(3):
+        logp = np.random.default_rng(seed).standard_normal((5, 3))
+        y = np.array([0, 2, 1, 1, seed % 3])
+        assert_same(nll(logp, y), compiled(logp, y))
+    assert compiled.cache_info()["eager_signatures"] == 0
