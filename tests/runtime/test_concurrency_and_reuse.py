@@ -191,13 +191,19 @@ print(numba.threading_layer(), len(failures))
 """
 
 
-def test_threads_running_parallel_kernels_at_once_under_the_workqueue_layer(tmp_path):
+def _run_under_layer(script: str, layer: str, cache_dir) -> subprocess.CompletedProcess:
+    """``script`` in a fresh process with ``NUMBA_THREADING_LAYER=layer``; it must succeed."""
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue", FUSEJIT_CACHE_DIR=str(tmp_path),
+    env = dict(os.environ, NUMBA_THREADING_LAYER=layer, FUSEJIT_CACHE_DIR=str(cache_dir),
                PYTHONPATH=str(root))
-    done = subprocess.run([sys.executable, "-c", WORKQUEUE_SCRIPT], env=env, cwd=root,
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=root,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def test_threads_running_parallel_kernels_at_once_under_the_workqueue_layer(tmp_path):
+    done = _run_under_layer(WORKQUEUE_SCRIPT, "workqueue", tmp_path)
     assert done.stdout.split() == ["workqueue", "0"]
 
 
@@ -223,12 +229,7 @@ def test_kernels_run_serially_when_numba_cannot_start_its_threads(tmp_path):
         pytest.skip("TBB is installed: Numba's tbb threading layer loads")
     except ImportError:
         pass
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, NUMBA_THREADING_LAYER="tbb", FUSEJIT_CACHE_DIR=str(tmp_path),
-               PYTHONPATH=str(root))
-    done = subprocess.run([sys.executable, "-c", NO_THREADS_SCRIPT], env=env, cwd=root,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run_under_layer(NO_THREADS_SCRIPT, "tbb", tmp_path)
     assert done.stdout.split() == ["1", "2", "0"]
     assert done.stderr.count("Numba could not start its threads") == 1, done.stderr[-2000:]
 
