@@ -16,7 +16,8 @@ import zlib
 import numpy as np
 
 from ..logs import topic
-from .captures import MAX_DEPTH, slot_items, slot_names
+from .capture_proxies import plain_subclass
+from .captures import MAX_DEPTH, slot_items
 
 log = topic("trace")
 MAX_BYTES = 256 * 2**20   # checksummed per trace, twice (zlib.crc32: ~2 GB/s here)
@@ -26,9 +27,9 @@ REASON = ("untraced code changed the array {name} while tracing (a method, a fun
           "in a dict or decorated, or another module's function writing the module's "
           "globals): a replay would not repeat the change")
 BEFORE = ("the array {name} was changed by NumPy code with no traced value in it before the "
-          "body used it with traced values (it is in a dict or list subclass, an object with "
-          "__slots__, or deeper than three steps, where the body reads plain arrays): a replay "
-          "would not repeat the change")
+          "body used it with traced values (it is more than three steps down, or in a dict or "
+          "list subclass with its own __setitem__, where the body reads plain arrays): a "
+          "replay would not repeat the change")
 
 
 def start(fn, leaves=()) -> list[tuple[np.ndarray, str, int]]:
@@ -64,9 +65,9 @@ def _named(func) -> list[tuple[np.ndarray, str]]:
 
 def plain_held(objects) -> list[tuple[np.ndarray, str]]:
     """Arrays held by the argument objects where the tracer does not swap them for proxies
-    (``capture_proxies``): in ``dict`` and ``list`` subclasses (an ``OrderedDict`` of
-    parameters), in objects with ``__slots__``, and more than ``MAX_DEPTH`` steps down.
-    NumPy code on them alone (``state["m"] *= 0.9``) runs only while tracing."""
+    (``capture_proxies``): in ``dict`` and ``list`` subclasses with their own ``__getitem__``
+    or ``__setitem__``, and more than ``MAX_DEPTH`` steps down. NumPy code on them alone
+    (``state["m"] *= 0.9``) runs only while tracing."""
     found, seen = [], set()
 
     def walk(obj, label, steps, plain):
@@ -74,7 +75,7 @@ def plain_held(objects) -> list[tuple[np.ndarray, str]]:
             return
         seen.add(id(obj))
         plain = plain or type(obj) not in (list, tuple, dict) and isinstance(obj, (list, dict)) \
-            or bool(slot_names(type(obj)))
+            and not plain_subclass(obj)
         for key, item in _children(obj):
             if _auditable(item):
                 if plain or steps >= MAX_DEPTH:

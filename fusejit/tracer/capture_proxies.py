@@ -87,7 +87,7 @@ class _Swaps:
             self.seen.add(id(value))
         if type(value) in (list, dict):
             slots = value
-        elif _plain_subclass(value):
+        elif plain_subclass(value):
             slots = _Subclass(value)   # an OrderedDict, a defaultdict, a user's dict class
         elif isinstance(value, (list, dict)) and not isinstance(value, Tracer):
             if not again:   # its own __setitem__: its arrays stay, a traced value bound is refused
@@ -176,7 +176,7 @@ class _Slots:
         object.__setattr__(self.target, key, value)
 
 
-def _plain_subclass(obj) -> bool:
+def plain_subclass(obj) -> bool:
     """A ``dict`` or ``list`` subclass whose items are read and set by C code (``OrderedDict``,
     ``defaultdict``, ``class Params(dict): pass``). One with its own ``__getitem__`` or
     ``__setitem__`` in Python (validating or converting values) keeps its arrays: that code
