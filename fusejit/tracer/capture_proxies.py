@@ -85,38 +85,43 @@ class _Swaps:
         again = again or id(value) in self.seen
         if not again:
             self.seen.add(id(value))
-        if type(value) in (list, dict):
-            slots = value
-        elif plain_subclass(value):
-            slots = _Subclass(value)   # an OrderedDict, a defaultdict, a user's dict class
-        elif isinstance(value, (list, dict)) and not isinstance(value, Tracer):
-            if not again:   # its own __setitem__: its arrays stay, a traced value bound is refused
-                self.shared.append(_Subclass(value))
-            return
-        elif _slotted(value):
-            slots = _Slots(value)      # a user class with __slots__ (a slots dataclass)
-        elif type(value) is tuple:
+        if type(value) is tuple:
             for key, item in enumerate(value):
                 self.swap(item, _below(where, "item", key), depth - 1, again)
             return
+        for slots, step in self._slots_of(value, again):
+            if (where[0][0] in ("global", "cell") or isinstance(slots, _Subclass)) and not again:
+                self.shared.append(slots)
+            for key, item in _items(slots):
+                if id(item) in self.arrays:        # a proxy put there: another path to it
+                    self.proxy(self.arrays[id(item)], _below(where, step, key))
+                elif proxyable(item):
+                    if not again:
+                        slots[key] = self.proxy(item, _below(where, step, key))
+                        self.containers[id(slots)] = slots
+                else:
+                    self.swap(item, _below(where, step, key), depth - 1, again)
+
+    def _slots_of(self, value, again: bool) -> list[tuple[object, str]]:
+        """(slots, step) pairs whose arrays ``value`` holds: a list's or dict's items, an
+        object's attributes, or both (a user's dict subclass with attributes of its own)."""
+        if type(value) in (list, dict):
+            return [(value, "item")]
+        if isinstance(value, Tracer):
+            return []
+        found = []
+        if plain_subclass(value):
+            found.append((_Subclass(value), "item"))   # OrderedDict, defaultdict, P(dict)
+        elif isinstance(value, (list, dict)) and not again:
+            self.shared.append(_Subclass(value))   # its own __setitem__: arrays stay, a traced
+            #                                        value bound is refused
+        if _slotted(value):
+            found.append((_Slots(value), "attr"))      # a user class with __slots__
         elif isinstance(value, (type, types.ModuleType)) and user_code(value):
-            slots = _Attributes(value, self.names)   # ``cls.table``, ``config.W``
-        elif watchable(value) and _user_class(value) and not isinstance(value, Tracer):
-            slots = vars(value)
-        else:
-            return
-        if (where[0][0] in ("global", "cell") or isinstance(slots, _Subclass)) and not again:
-            self.shared.append(slots)
-        step = "item" if isinstance(value, (list, dict)) else "attr"
-        for key, item in _items(slots):
-            if id(item) in self.arrays:        # a proxy put there: another path to its array
-                self.proxy(self.arrays[id(item)], _below(where, step, key))
-            elif proxyable(item):
-                if not again:
-                    slots[key] = self.proxy(item, _below(where, step, key))
-                    self.containers[id(slots)] = slots
-            else:
-                self.swap(item, _below(where, step, key), depth - 1, again)
+            found.append((_Attributes(value, self.names), "attr"))   # ``cls.table``
+        elif watchable(value) and _user_class(value):
+            found.append((vars(value), "attr"))
+        return found
 
     def restore(self) -> None:
         """Every slot that holds a proxy gets its array back. A traced value the body stored

@@ -571,3 +571,24 @@ def test_an_array_deeper_than_three_steps_changed_before_its_traced_use_runs_eag
         assert_same(eager.a.b.c.w, got.a.b.c.w)
     assert "was changed by NumPy code with no traced value in it" in str(
         compiled.explain(got, np.ones(3)))
+
+
+def test_a_dict_subclass_with_arrays_in_items_and_attributes_proxies_both():
+    def scaled(params, x):
+        params.scale *= 0.5                 # an attribute of the dict subclass
+        params["w"] *= 2.0                  # and one of its items
+        return x * params.scale * params["w"]
+
+    def make():
+        params = _Params(w=np.ones(3))
+        params.scale = np.ones(3)
+        return params
+
+    eager, got = make(), make()
+    compiled = fusejit.compile(scaled)
+    for step in range(3):
+        x = np.full(3, step + 1.0)
+        assert_same(scaled(eager, x), compiled(got, x))
+        assert_same(eager.scale, got.scale)
+        assert_same(eager["w"], got["w"])
+    assert compiled.cache_info()["eager_signatures"] == 0
