@@ -16,6 +16,12 @@ SHORT_NAMES = tuple(_SHORT.values())
 SUPPORTED_DTYPES = frozenset(np.dtype(name) for name in _SHORT)
 
 
+def numeric(dtype) -> bool:
+    """A dtype the IR takes: bool, integer, float or complex (not object, structured, string
+    or datetime)."""
+    return np.dtype(dtype).kind in "biufc"
+
+
 def short_dtype(dtype) -> str:
     """``float32`` -> ``f32``; the spelling used in IR text and CLI argument specs."""
     return _SHORT[np.dtype(dtype).name]

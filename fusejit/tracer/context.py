@@ -18,6 +18,7 @@ import numpy as np
 from .. import config, fperrors
 from ..errors import EagerFallback, FusejitError, UnsupportedError
 from ..ir import Lit, Loc, Node, TensorType, Var, ops
+from ..ir.types import numeric
 from ..located import calling_from
 from .captures import Capture, Roots, find_captures, path_key
 from .loc import current_loc, user_frames
@@ -177,7 +178,7 @@ class Recorder:
             return entry[1]
         if type(array) is not np.ndarray:
             raise EagerFallback(f"ndarray subclass {type(array).__name__} used in the body")
-        if array.dtype.kind not in "biufc" or array.dtype.fields is not None:
+        if not numeric(array.dtype) or array.dtype.fields is not None:
             raise EagerFallback(f"array of dtype {array.dtype} (object, structured, string or "
                                 f"datetime) used in the body")
         return self._capture(array, fresh)

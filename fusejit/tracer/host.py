@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import EagerFallback
 from ..ir import TensorType
+from ..ir.types import numeric
 from .context import surface, unwrap
 from .guards import add_guard
 from .tracer import Tracer, wrap
@@ -77,7 +78,7 @@ def _results(concrete):
         raise EagerFallback("host call returning something other than arrays")
     for r in results:
         if type(r) is not np.ndarray and not isinstance(r, np.generic) or \
-                r.dtype.kind not in "biufc":   # object, structured, string, datetime
+                not numeric(r.dtype):
             raise EagerFallback(f"host call returning {type(r).__name__} of dtype {r.dtype}")
     return results
 

@@ -16,6 +16,7 @@ import types
 
 import numpy as np
 
+from ..ir.types import numeric
 from . import creation, math_view
 from .context import unwrap
 from .loc import classify
@@ -27,7 +28,7 @@ REBOUND = "side effect that replay would lose: {} rebound in the body"
 
 def proxyable(value) -> bool:
     """A plain array of a dtype the tracer takes: the body sees a proxy of it."""
-    return (type(value) is np.ndarray and value.dtype.kind in "biufc"
+    return (type(value) is np.ndarray and numeric(value.dtype)
             and value.dtype.fields is None)
 
 

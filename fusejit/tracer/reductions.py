@@ -10,9 +10,11 @@ import math
 
 import numpy as np
 
+from ..errors import EagerFallback
 from ..ir import SizeLit
 from .registry import implements, normalize_axes, unsupported
-from .tracer import wrap
+from .tracer import Tracer, wrap
+from .ufuncs import write_out
 
 
 def _check_plain(name, out=None, initial=None, where=True):
@@ -27,9 +29,6 @@ def _result(rec, concrete, var, name, out, reference):
     the signature runs eagerly."""
     if out is None:
         return wrap(rec, concrete, var)
-    from ..errors import EagerFallback
-    from .tracer import Tracer
-    from .ufuncs import write_out
     target = out[0] if type(out) is tuple and len(out) == 1 else out
     if not isinstance(target, Tracer) and type(target) is not np.ndarray:
         raise EagerFallback(f"np.{name} with out= of type {type(target).__name__}")
@@ -61,7 +60,7 @@ def _reduce(rec, op, var, axes, keepdims):
 def _simple(op, name, fn):
     def record(rec, concrete, a, axis=None, dtype=None, out=None, keepdims=False,
                initial=None, where=True):
-        _check_plain(name, None, initial, where)
+        _check_plain(name, initial=initial, where=where)
         reference = fn(_stand_in(a), dtype=dtype)
         value = rec.cast(rec.operand(a), reference.dtype)
         axes = normalize_axes(axis, value.type.ndim)
@@ -77,7 +76,7 @@ implements(np.prod)(_simple("prod", "prod", np.prod))
 def _extreme(op, name):
     def record(rec, concrete, a, axis=None, out=None, keepdims=False, initial=None,
                where=True):
-        _check_plain(name, None, initial, where)
+        _check_plain(name, initial=initial, where=where)
         value = rec.operand(a)
         axes = normalize_axes(axis, value.type.ndim)
         return _result(rec, concrete, _reduce(rec, op, value, axes, keepdims), name, out,
@@ -150,7 +149,7 @@ def _mean_var(rec, a, axis, dtype, keepdims):
 
 @implements(np.mean)
 def _mean(rec, concrete, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
-    _check_plain("mean", None, None, where)
+    _check_plain("mean", where=where)
     result = _mean_var(rec, a, axis, dtype, keepdims)
     if out is not None:
         return _result(rec, concrete, result, "mean", out, np.mean(_stand_in(a), dtype=dtype))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import EagerFallback
+from ..ir.types import numeric
 from . import guards
 from .context import active
 from .loc import called_from_user
@@ -342,7 +343,7 @@ def write(recorder, target, new_var) -> None:
 
 def wrap(recorder, concrete, var, link: ViewLink | None = None):
     """A proxy for NumPy's result, after checking the recorded type matches it."""
-    if getattr(concrete, "dtype", np.dtype(np.float64)).kind not in "biufc":
+    if not numeric(getattr(concrete, "dtype", np.float64)):
         raise EagerFallback(f"a result of dtype {concrete.dtype} (strings, datetimes, objects) "
                             f"is not supported by the compiler")
     if not recorder.check_type(concrete, var):
