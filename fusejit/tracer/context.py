@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import config, fperrors
 from ..errors import EagerFallback, FusejitError, UnsupportedError
-from ..ir import Lit, Loc, Node, TensorType, Var, ops
+from ..ir import Lit, Loc, Node, SizeLit, TensorType, Var, ops
 from ..ir.types import numeric
 from ..located import calling_from
 from .captures import Capture, Roots, find_captures, path_key
@@ -91,6 +91,8 @@ class Recorder:
     #                                                  Var -> its live proxy (tracer.wrap)
     masked_reads: dict = field(default_factory=dict)  # gathered Var -> masked.MaskedRead
     shape_seen: set = field(default_factory=set)     # Vars whose shape user code looked at
+    sizes: set = field(default_factory=set)   # lengths user code read off a traced shape
+    #                                           (``x.sum(1) / x.shape[1]``): ``is_size``
     masked: list = field(default_factory=list)       # masked.MaskedStore, checked at the end
     paths: dict = field(default_factory=dict)  # id(ndarray) -> (ndarray, [(source, steps)]):
     #                                            every path seen holding it (Capture.aliases)
@@ -118,7 +120,7 @@ class Recorder:
     def cast(self, value, dtype):
         dtype = np.dtype(dtype)
         if isinstance(value, Lit):
-            return value if value.dtype == dtype else Lit(value.value, dtype)
+            return value if value.dtype == dtype else type(value)(value.value, dtype)
         if value.type.dtype == dtype:
             return value
         return self.emit("cast", [value], {"dtype": dtype})
@@ -151,7 +153,7 @@ class Recorder:
             if dtype is None:
                 dtype = np.result_type(x)
             try:
-                return Lit(x, dtype)
+                return (SizeLit if self.is_size(x) else Lit)(x, dtype)
             except OverflowError:   # ``u8 < -1``, ``np.clip(u8, -5, 3)``: NumPy's own rules
                 raise EagerFallback(f"the Python int {x} is out of the range of "
                                     f"{np.dtype(dtype)}") from None
@@ -161,6 +163,19 @@ class Recorder:
             raise UnsupportedError(f"operand of type {type(x).__name__} is not supported by "
                                    f"fusejit (at {current_loc()})")
         return value if dtype is None else self.cast(value, dtype)
+
+    def note_sizes(self, shape) -> None:
+        """User code read ``shape`` off a traced value: its lengths, their product and each
+        less one (``/ (n - 1)``) become kernel arguments where they meet a traced value."""
+        lengths = {*shape, int(np.prod(shape))}
+        self.sizes |= lengths | {n - 1 for n in lengths}
+
+    def is_size(self, x) -> bool:
+        """Whether a Python int operand is a length the body read off a shape: written into a
+        kernel's source, a new length would compile the kernel again; as an argument
+        (``SizeLit``) one kernel serves every length, as for a mean's count. 0 and 1 stay
+        literals (``x * 0``, ``x ** 1`` fold)."""
+        return type(x) is int and x >= 2 and x in self.sizes
 
     def const_array(self, x) -> np.ndarray:
         """A literal list in the source becomes a constant array held by the trace."""

@@ -281,8 +281,12 @@ def note_shape_seen(tracer, skip: int = 3, always: bool = False) -> None:
     took its shape without reading it (``np.zeros_like(t)``, ``always``): a masked read whose
     count was seen keeps its shape guard (``masked.py``)."""
     recorder, var = tracer.__dict__.get("recorder"), tracer.__dict__.get("_var")
-    if recorder is not None and var is not None and active() is recorder and \
-            (always or called_from_user(skip)):
+    if recorder is None or active() is not recorder:
+        return
+    looked = called_from_user(skip)
+    if looked:
+        recorder.note_sizes(np.shape(tracer.value))
+    if var is not None and (always or looked):
         recorder.shape_seen.add(var)
 
 

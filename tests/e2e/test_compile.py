@@ -66,6 +66,42 @@ def test_new_length_of_a_reduced_axis_compiles_no_new_kernel():
     assert info["kernels_compiled"] == compiled_before
 
 
+def test_lengths_the_body_reads_off_shapes_are_kernel_arguments():
+    # A layernorm and an unbiased variance written by hand divide by x.shape[-1], len(x) and
+    # n - 1: Python ints, like a mean's count, must not be kernel source text either.
+    def by_hand(x, g):
+        n = x.shape[-1]
+        centered = x - x.sum(axis=-1, keepdims=True) / n
+        spread = (centered * centered).sum(axis=-1, keepdims=True) / (n - 1)
+        rows = x.sum(axis=0) / len(x)
+        return centered / np.sqrt(spread + 1e-5) * g, rows * x.size
+
+    compiled = fusejit.compile(by_hand)
+    compiled(f32(8, 16), f32(16))
+    compiled_before = compiled.cache_info()["kernels_compiled"]
+    for shape in ((8, 20), (5, 64), (3, 7)):
+        x, g = f32(*shape), f32(shape[-1])
+        for got, want in zip(compiled(x, g), by_hand(x, g), strict=True):
+            assert_same(want, got)
+    info = compiled.cache_info()
+    assert info["traces"] == 4
+    assert info["kernels_compiled"] == compiled_before
+
+
+def test_a_literal_equal_to_a_length_is_still_that_literal():
+    # 8 is both x.shape[0] and a literal here; both are arguments of value 8 in this trace,
+    # and another shape traces again, so the literal is never read as the new length.
+    @fusejit.compile
+    def scaled(x):
+        return x * 8 + x.sum(axis=0) / x.shape[0], x // 8
+
+    for shape in ((8, 4), (16, 4)):
+        x = f32(*shape)
+        for got, want in zip(scaled(x), (x * 8 + x.sum(axis=0) / x.shape[0], x // 8),
+                             strict=True):
+            assert_same(want, got)
+
+
 def test_python_float_argument_is_traced_not_static():
     @fusejit.compile
     def sgd(w, g, lr):
