@@ -17,9 +17,13 @@ from .tracer import Tracer, wrap
 from .ufuncs import write_out
 
 
-def _check_plain(name, out=None, initial=None, where=True):
-    if out is not None or initial is not None or where is not True:
-        raise unsupported(f"np.{name} with out=, initial= or where=")
+def _check_plain(name, **keywords):
+    """Refuses the keywords of a reduction that fusejit does not trace, naming those given
+    (``where`` defaults to True, the others to None)."""
+    given = [f"{key}=" for key, value in keywords.items()
+             if value is not (True if key == "where" else None)]
+    if given:
+        raise unsupported(f"np.{name} with {', '.join(given)}")
 
 
 def _result(rec, concrete, var, name, out, reference):
@@ -90,7 +94,7 @@ implements(np.min, np.amin)(_extreme("reduce_min", "min"))
 
 def _logical(op):
     def record(rec, concrete, a, axis=None, out=None, keepdims=False, *, where=True):
-        _check_plain(op, out, None, where)
+        _check_plain(op, out=out, where=where)
         value = rec.cast(rec.operand(a), np.bool_)
         axes = normalize_axes(axis, value.type.ndim)
         return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
@@ -103,7 +107,7 @@ implements(np.all)(_logical("all"))
 
 def _arg(op):
     def record(rec, concrete, a, axis=None, out=None, *, keepdims=False):
-        _check_plain(op, out)
+        _check_plain(op, out=out)
         value = rec.operand(a)
         axes = normalize_axes(axis, value.type.ndim)
         return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
@@ -176,7 +180,8 @@ def _variance(rec, a, axis, dtype, ddof, keepdims):
 @implements(np.var)
 def _var(rec, concrete, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
          where=True, mean=None, correction=None):
-    _check_plain("var", out, None, where if mean is None and correction is None else False)
+    _check_plain("var", out=out, where=where, mean=mean)
+    ddof = ddof if correction is None else correction   # NumPy 2's name for it
     result = _variance(rec, a, axis, dtype, ddof, keepdims)
     return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))
 
@@ -184,6 +189,7 @@ def _var(rec, concrete, a, axis=None, dtype=None, out=None, ddof=0, keepdims=Fal
 @implements(np.std)
 def _std(rec, concrete, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
          where=True, mean=None, correction=None):
-    _check_plain("std", out, None, where if mean is None and correction is None else False)
+    _check_plain("std", out=out, where=where, mean=mean)
+    ddof = ddof if correction is None else correction   # NumPy 2's name for it
     result = rec.emit("sqrt", [_variance(rec, a, axis, dtype, ddof, keepdims)])
     return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))

@@ -992,6 +992,18 @@ def test_reductions_with_out_write_into_it(body, x_dtype, out_shape, out_dtype, 
     assert compiled.cache_info()["eager_signatures"] == (0 if compiles else 1)
 
 
+def test_var_and_std_with_correction_compile_like_ddof():
+    # NumPy 2's ``correction=`` is ``ddof=`` by another name; it ran np.var on the host.
+    def spread(x):
+        return np.var(x, axis=1, correction=1), np.std(x, 0, correction=2, keepdims=True)
+
+    compiled = fusejit.compile(spread)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((5, 4)).astype(np.float32)
+        assert_same(spread(x), compiled(x))
+    assert "host ops (NumPy)" not in str(compiled.explain(x))
+
+
 def test_a_range_in_an_index_is_an_integer_array():
     # ``logp[range(n), y]`` raised "operand of type range is not supported by fusejit".
     def nll(logp, y):
