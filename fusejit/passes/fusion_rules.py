@@ -218,12 +218,13 @@ def region_for(group: Group, node: Node) -> str:
 
 def prologue_reason(group: Group, reduce: Node) -> str | None:
     """Why a reduction may not join the group producing its input (``None``: it may)."""
-    if group.shape != reduce.inputs[0].type.shape:
-        return _shape_text(reduce.inputs[0], reduce)
+    value = reduce.inputs[0]
+    if group.reduce is not None and group.region.get(value) == "outer":
+        return "reduces a value of the kernel's output space (another iteration space)"
+    if group.shape != value.type.shape:
+        return _shape_text(value, reduce)
     if group.reduce is None:
         return None
-    if group.region[reduce.inputs[0]] != "inner":
-        return "reduces a value of the kernel's output space (another iteration space)"
     first = group.reduce
     if reduce.attr != first.attr:
         return (f"reduces axes {reduce.attr['axes']} keepdims={reduce.attr['keepdims']}, the "

@@ -177,6 +177,22 @@ def test_reductions_over_different_axes_stay_apart():
     check_same(graph, result.graph, rand(4, 6))
 
 
+@pytest.mark.parametrize("op", ["argmax", "sum"])
+def test_reducing_a_kernels_result_again_is_refused_as_another_space(op):
+    # ``(x.argmax(1) * 2).sum()``: the sum reads the kernel's output space, not its rows (it
+    # was refused as "different shape (i64[4] vs i64[])").
+    b = Builder()
+    x = b.arg((4, 6))
+    first = b(op, x, axes=(1,), keepdims=False)
+    graph = b.graph(b("sum", b("mul", first, Lit(2, first.type.dtype)), axes=(0,),
+                      keepdims=False))
+    result = fuse(graph)
+    assert result.stats["kernels"] == 2
+    reasons = [r.reason for r in result.stats["refusals"]]
+    assert reasons == ["reduces a value of the kernel's output space (another iteration space)"]
+    check_same(graph, result.graph, rand(4, 6))
+
+
 def test_matmul_stays_plain_and_bias_activation_fuse():
     b = Builder()
     x, w, bias = b.arg((4, 8)), b.arg((8, 3)), b.arg((3,))
