@@ -83,7 +83,8 @@ class Recorder:
     fallback: Fallback | None = None
     notes: list = field(default_factory=list)
     guards: list = field(default_factory=list)    # GuardRecord, in recording order
-    formatted: dict = field(default_factory=dict)  # id(str) -> str made from a traced value
+    formatted: dict = field(default_factory=dict)  # id(str) -> (str made from a traced
+    #                                                  value, the line that made it)
     raised: list = field(default_factory=list)    # (exception name, Loc) raised into the body
     opaque_views: list = field(default_factory=list)  # (ndarray, name): host results viewing
     #                                                  an operand (host.record_host)

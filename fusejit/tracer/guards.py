@@ -170,7 +170,7 @@ def python_float(recorder, var, value: float) -> float:
             text = format(value, spec)
         except ValueError:    # a spec float refuses: Python raises it in the f-string itself
             return value
-        recorder.formatted[id(text)] = text
+        recorder.formatted[id(text)] = (text, current_loc())
         return value
     returned = value if use == "return" else None
     recorder.guards.append(GuardRecord(var, "float", value, current_loc(), returned))

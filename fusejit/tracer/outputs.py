@@ -141,17 +141,21 @@ RETURNED_TEXT = ("a string formatted from a traced value is returned (its text w
                  "this trace's on every replay)")
 
 
-def _holds_formatted_text(recorder, text: str) -> bool:
-    """Whether a returned string holds the text of a traced value (``str(x)``, or within an
-    f-string such as ``f"loss={x}"``). A string that merely contains the same characters
-    runs eagerly too: slower, never wrong."""
-    return any(part and part in text for part in recorder.formatted.values())
+def _formatted_into(recorder, text) -> tuple | None:
+    """The text of a traced value (``str(x)``, or within an f-string such as
+    ``f"loss={x}"``) that a returned string holds, with the line that made it; None if it
+    holds none. A string that merely contains the same characters runs eagerly too: slower,
+    never wrong."""
+    if type(text) is not str and not isinstance(text, TracedText):
+        return None
+    return next(((part, loc) for part, loc in recorder.formatted.values()
+                 if part and part in text), None)
 
 
 def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLeaf:
-    if isinstance(leaf, TracedText) or type(leaf) is str and \
-            _holds_formatted_text(recorder, leaf):
-        recorder.set_fallback(RETURNED_TEXT)
+    made = _formatted_into(recorder, leaf)
+    if made is not None or isinstance(leaf, TracedText):
+        recorder.set_fallback(RETURNED_TEXT, made[1] if made is not None else None)
     if isinstance(leaf, TracedFloat) and getattr(leaf, "tracer", None) is not None \
             and leaf.tracer.recorder is recorder:
         leaf = leaf.tracer

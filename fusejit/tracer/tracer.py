@@ -17,7 +17,7 @@ from ..errors import EagerFallback
 from ..ir.types import numeric
 from . import guards
 from .context import active
-from .loc import called_from_user
+from .loc import called_from_user, current_loc
 from .text import Raised, TextRead, TextSource, TracedText
 
 # NumPy's compiled random code takes its path for generic sequences when it finds no ndarray:
@@ -292,7 +292,7 @@ def note_shape_seen(tracer, skip: int = 3, always: bool = False) -> None:
 
 def remember_text(recorder, text: str) -> None:
     if recorder is not None and active() is recorder:
-        recorder.formatted[id(text)] = text
+        recorder.formatted[id(text)] = (text, current_loc())
 
 
 def check_opaque_views(recorder, array) -> None:

@@ -66,6 +66,8 @@ def test_a_returned_string_made_from_a_traced_value_runs_eagerly(text):
         assert_same(want[0], got[0])
         assert got[1] == want[1] and type(got[1]) is type(want[1])  # not TracedText
     assert compiled.cache_info()["eager_signatures"] == 1
+    # the reason names the line that formatted the value, not the caller's
+    assert f"test_footguns.py:{text.__code__.co_firstlineno} " in str(compiled.explain(x, lr))
 
 
 def nan_policy(x, table):
