@@ -25,6 +25,7 @@ from .entries import (
     MISS,
     NOT_AN_ARRAY,
     RETRACE,
+    STATE_MOVED,
     CompiledEntry,
     EagerEntry,
     TraceTree,
@@ -60,6 +61,8 @@ def _new_locks() -> None:
 
 os.register_at_fork(after_in_child=_new_locks)
 _REBOUND = "a captured array was rebound to a value that is not an array"
+_STATE_MOVED = ("Python state the body changed on an earlier call is not what the compiled "
+                "trace left (another call changed it)")
 
 
 def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_traces=8,
@@ -199,6 +202,8 @@ class CompiledFunction:
                 return self._run_aliased(fn, args, kwargs)
             if result is NOT_AN_ARRAY:
                 return self._run_eager(fn, args, kwargs, _REBOUND)
+            if result is STATE_MOVED:
+                return self._run_eager(fn, args, kwargs, _STATE_MOVED)
             if result is not MISS and result is not RETRACE:
                 return self._hit(tree, result, args, kwargs)
             if tree.eager is not None and result is not RETRACE:
@@ -231,7 +236,8 @@ class CompiledFunction:
         self._stats["eager_calls"] += 1
         return _eager_call(fn, args, kwargs)
 
-    def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=0):
+    def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=0, on_copies=False):
+        """``on_copies``: ``explain`` traces copies of the arguments (``entry_for``)."""
         with _TRACING, self._lock:
             tree = self._tree(key, leaves, args, kwargs)
             if len(tree.paths) > tried and leaves is not None:  # another thread added a path
@@ -240,6 +246,8 @@ class CompiledFunction:
                     return self._run_aliased(fn, args, kwargs)
                 if result is NOT_AN_ARRAY:
                     return self._run_eager(fn, args, kwargs, _REBOUND)
+                if result is STATE_MOVED:
+                    return self._run_eager(fn, args, kwargs, _STATE_MOVED)
                 if result is not MISS and result is not RETRACE:
                     return self._hit(tree, result, args, kwargs)
             try:
@@ -265,7 +273,7 @@ class CompiledFunction:
                             self.__qualname__, len(recorded.graph.nodes),
                             time.perf_counter() - started, len(tree.paths) + 1)
             try:
-                self._add_path(tree, recorded)
+                self._add_path(tree, recorded, on_copies)
             except FusejitError:
                 self._forget_if_empty(key, tree)
                 raise
@@ -325,7 +333,14 @@ class CompiledFunction:
         return (f"more than max_traces={self.max_traces} paths (data-dependent branches) "
                 "for this signature")
 
-    def _add_path(self, tree, recorded) -> None:
+    def _add_path(self, tree, recorded, on_copies=False) -> None:
+        fallback = recorded.fallback
+        if fallback is not None and fallback.retry and (on_copies or not tree.pending):
+            tree.retried = fallback.reason   # a flag set once traces clean next call, a
+            if not on_copies:                # counter does not (tracer/pystate.py)
+                tree.pending = recorded.watches
+            log.info("%s: the next call traces again: %s", self.__qualname__, fallback.reason)
+            return
         if recorded.fallback is not None:
             log.info("%s: this signature runs eagerly: %s", self.__qualname__,
                      recorded.fallback.reason)
@@ -350,6 +365,8 @@ class CompiledFunction:
         self._stats["kernels_reused"] += counts["reused"]
         owner = getattr(self.fn, "__self__", None)
         tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
+        if tree.pending and not tree.watch:   # the values this trace left, read anew
+            tree.watch = tuple((watch, watch.read()) for watch in tree.pending)
         tree.fills = tree.fills or recorded.returns_containers
 
     # -- introspection -------------------------------------------------------------------
@@ -371,7 +388,7 @@ class CompiledFunction:
             with self._lock:  # pinned to these arguments, not to the copies traced
                 self._tree(key, None, args, kwargs)
             copied_args, copied_kwargs = copy.deepcopy((args, kwargs))
-            self._trace_and_compile(fn, key, None, copied_args, copied_kwargs)
+            self._trace_and_compile(fn, key, None, copied_args, copied_kwargs, on_copies=True)
         return self._entries[key]
 
     def explain(self, *args, **kwargs):

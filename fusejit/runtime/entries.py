@@ -10,7 +10,7 @@ from numba.core.errors import NumbaError
 
 from .. import config
 from ..logs import topic
-from ..tracer import Trace, flatten, unflatten
+from ..tracer import Trace, flatten, pystate, unflatten
 from ..tracer.captures import SizeChanged
 from ..tracer.returned_views import apply_views
 from . import undo
@@ -30,6 +30,9 @@ ALIASED = object()  # an array the program writes shares memory with another inp
 # A captured global or attribute is no longer an array (rebound to a float): eager, this call.
 # A trace would freeze the number with no guard, and answer for every later value.
 NOT_AN_ARRAY = object()
+# Plain Python state the compiling trace left (``pystate.Watch``) is not what it was: this call
+# runs eagerly (``self.last_batch = len(x)`` set by a call of another signature)
+STATE_MOVED = object()
 
 
 @dataclass
@@ -129,8 +132,14 @@ class TraceTree:
     last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
+    retried: str = ""     # why a trace changed Python state (``Fallback.retry``)
+    pending: tuple = ()   # the places it changed (pystate.Watch), from a call's own trace
+    watch: tuple = ()     # (Watch, value the compiling trace left): checked before replays
 
     def run(self, leaves):
+        if self.watch and not all(pystate.same(value, watch.read())
+                                  for watch, value in self.watch):
+            return STATE_MOVED
         for path in self.paths:
             try:
                 return path.run(leaves)   # may be ALIASED: no other path would do better

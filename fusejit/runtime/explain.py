@@ -91,6 +91,7 @@ class Explanation:
 
 
 NOTHING_YET = "nothing is compiled for this signature yet"
+TRACES_AGAIN = "the next call traces again"
 CONSTANTS_TITLE = ("constants (arrays NumPy computed while tracing from no traced value, such "
                    "as np.tril(np.ones(...)); replays reuse them)")
 
@@ -138,8 +139,10 @@ def explain_error(compiled, exc: Exception, signature: str) -> Explanation:
 def explain_entry(compiled, tree, signature="") -> Explanation:
     cache = compiled.cache_info()
     entry = primary(tree)
-    if entry is None:  # another thread is tracing it, or compiling its trace raised
-        return Explanation(compiled.__qualname__, signature, "none", NOTHING_YET, cache=cache)
+    if entry is None:  # another thread is tracing it, a trace changed Python state
+        #                (``TraceTree.retried``), or compiling its trace raised
+        status = f"{TRACES_AGAIN} -- {tree.retried}" if tree.retried else NOTHING_YET
+        return Explanation(compiled.__qualname__, signature, "none", status, cache=cache)
     if not isinstance(entry, CompiledEntry):
         return Explanation(compiled.__qualname__, signature, "eager", _eager_reason(entry),
                            cache=cache)

@@ -83,6 +83,7 @@ class Trace:
     guards: tuple[Guard, ...] = ()          # checked on replay; a mismatch: path not taken
     attr_writes: tuple[AttrWrite, ...] = ()  # attribute rebindings replayed after each call
     returns_containers: bool = False        # the caller's containers fill markers in results
+    watches: tuple = ()   # pystate.Watch: plain Python state the body changed (Fallback.retry)
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -150,7 +151,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     proxy_args, proxy_kwargs = share_repeated(args, kwargs, *unflatten(
         treedef, [proxies.get(i, leaf) for i, leaf in enumerate(leaves)]))
     random_before = _random_state_token()
-    before = snapshot(leaves, fn)
+    before = snapshot(leaves, fn, hints)
     audited = audit.start(fn, leaves)
     recorder.audited = {id(array): (array, name, checksum) for array, name, checksum in audited}
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)

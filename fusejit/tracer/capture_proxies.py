@@ -23,6 +23,7 @@ import types
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from . import pystate
 from .captures import (
     MAX_DEPTH,
     bound_parts,
@@ -63,6 +64,7 @@ class _Swaps:
         self.arrays: dict = {}       # id(proxy) -> its array
         self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
         self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
+        self.plain: dict = {}        # id(shared slots) -> (their text, plain values by key)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
 
     def proxy(self, array, where):
@@ -92,6 +94,8 @@ class _Swaps:
         for slots, step in self._slots_of(value, again):
             if (where[0][0] in ("global", "cell") or isinstance(slots, _Subclass)) and not again:
                 self.shared.append(slots)
+                text = found_path(where[0], where[2], where[1])[2]
+                self.plain[id(slots)] = (text, step, _plain(slots))
             for key, item in _items(slots):
                 if id(item) in self.arrays:        # a proxy put there: another path to it
                     self.proxy(self.arrays[id(item)], _below(where, step, key))
@@ -101,6 +105,13 @@ class _Swaps:
                         self.containers[id(slots)] = slots
                 else:
                     self.swap(item, _below(where, step, key), depth - 1, again)
+
+    def watch(self, slots, text: str) -> None:
+        """Attributes of a function the body calls (``helper.calls += 1``): checked like
+        those of an object reached from a global."""
+        if id(slots) not in self.plain:
+            self.shared.append(slots)
+            self.plain[id(slots)] = (text, "attr", _plain(slots))
 
     def _slots_of(self, value, again: bool) -> list[tuple[object, str]]:
         """(slots, step) pairs whose arrays ``value`` holds: a list's or dict's items, an
@@ -139,6 +150,32 @@ class _Swaps:
                     self.recorder.set_fallback(
                         LEAKED_INTO.format(type(slots.target).__name__)
                         if isinstance(slots, _Subclass) else LEAKED, None)
+            self._check_plain(slots)
+
+    def _check_plain(self, slots) -> None:
+        """A plain Python value the body changed in a container reached from a global or
+        closure (``STATE["step"] += 1``, ``CONFIG.scale = 2``): replay would not change it."""
+        text, step, before = self.plain.get(id(slots), ("", "", None))
+        found = pystate.first_change(before, _plain(slots), _readable(slots)) \
+            if before is not None else None
+        if found is not None:
+            (key,), old, new = found
+            where = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
+            self.recorder.state_changed(where, old, new, pystate.item(_readable(slots), (key,)))
+
+
+def _plain(slots) -> dict:
+    """The plain Python values (numbers, strings) among the slots, by key (a path of one)."""
+    return {(key,): item for key, item in _items(slots) if pystate.is_plain(item)}
+
+
+def _readable(slots):
+    """What ``slots[key]`` reads the slots' values from: the list, dict or ``__dict__``, or a
+    list or dict subclass itself; an object's slots or a class's attributes as a dict (a
+    snapshot: a change there is found by the trace, not read again by a replay)."""
+    if type(slots) in (list, dict):
+        return slots
+    return slots.target if isinstance(slots, _Subclass) else dict(_items(slots))
 
 
 def _items(slots) -> list:

@@ -20,6 +20,7 @@ from ..errors import EagerFallback, FusejitError, UnsupportedError
 from ..ir import Lit, Loc, Node, SizeLit, TensorType, Var, ops
 from ..ir.types import numeric
 from ..located import calling_from
+from . import pystate
 from .captures import Capture, Roots, find_captures, path_key
 from .loc import current_loc, user_frames
 
@@ -38,6 +39,7 @@ def set_active(recorder: Recorder | None) -> None:
 class Fallback:
     reason: str
     loc: Loc | None
+    retry: bool = False   # Python state the body changed (``pystate``): trace once more
 
 
 # NumPy computes arithmetic on untraced arrays alone (``acc.sum()`` with ``acc`` a NumPy array
@@ -100,6 +102,7 @@ class Recorder:
     warning_filters: tuple = field(default_factory=lambda: tuple(warnings.filters))
     audited: dict = field(default_factory=dict)   # id(ndarray) -> (array, name, checksum)
     #                                               when the trace began (``audit.start``)
+    watches: list = field(default_factory=list)   # pystate.Watch: plain state the body changed
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -265,11 +268,20 @@ class Recorder:
         return self.register_capture(CaptureRecord(text, var, source, steps, array, True))
 
     # -- control -----------------------------------------------------------------------------
-    def set_fallback(self, reason: str, loc: Loc | None | object = HERE) -> None:
+    def set_fallback(self, reason: str, loc: Loc | None | object = HERE,
+                     retry: bool = False) -> None:
         """Run the signature eagerly; ``loc`` is the user's line (by default the line being
-        traced; None when no line is known, such as a side effect found after the body)."""
-        if self.fallback is None:
-            self.fallback = Fallback(reason, current_loc() if loc is HERE else loc)
+        traced; None when no line is known, such as a side effect found after the body).
+        ``retry``: Python state the body changed; the next call traces once more."""
+        if self.fallback is None or (self.fallback.retry and not retry):
+            self.fallback = Fallback(reason, current_loc() if loc is HERE else loc, retry)
+
+    def state_changed(self, label: str, old, new, read) -> None:
+        """The body changed a plain Python value (``pystate``) at ``label``, which ``read``
+        reads again."""
+        self.watches.append(pystate.Watch(label, read))
+        self.set_fallback(pystate.STATE_CHANGED.format(label, pystate.change_text(old, new)),
+                          None, retry=True)
 
     def note(self, text: str) -> None:
         if text not in self.notes:

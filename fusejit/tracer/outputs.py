@@ -51,7 +51,8 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     inputs = list(recorder.inputs) + [c.var for c in recorder.captures]
     graph = Graph(recorder.name, inputs, recorder.nodes, outputs)
     return Trace(graph, concrete, arg_leaves, captures, out_treedef, out_leaves, mutations,
-                 recorder.fallback, tuple(recorder.notes), guards, attr_writes)
+                 recorder.fallback, tuple(recorder.notes), guards, attr_writes,
+                 watches=tuple(recorder.watches))
 
 
 def _concrete(leaf):

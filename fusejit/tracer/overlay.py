@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from ..ir.types import numeric
-from . import creation, math_view
+from . import creation, math_view, pystate
 from .context import unwrap
 from .loc import classify
 from .side_effects import has_traced
@@ -67,6 +67,9 @@ class Overlay(dict):
                 recorder.set_fallback(REBOUND.format(f"global {name}"), None)
             elif has_traced(now):
                 recorder.set_fallback(REBOUND.format(f"global {name} (a traced value)"), None)
+            else:   # ``global step; step += 1``
+                _check_plain(recorder, f"global {name}", was, now,
+                             pystate.item(self.real, (name,)))
             if now is _MISSING:
                 self.real.pop(name, None)
             else:
@@ -74,6 +77,13 @@ class Overlay(dict):
 
 
 _MISSING = object()
+
+
+def _check_plain(recorder, label, was, now, read) -> None:
+    was = pystate.ABSENT if was is _MISSING else was
+    now = pystate.ABSENT if now is _MISSING else now
+    if pystate.changed(was, now):
+        recorder.state_changed(label, was, now, read)
 
 
 class Copies:
@@ -85,6 +95,7 @@ for default argument arrays."""
         self.overlays: dict = {}        # id(module globals) -> Overlay
         self.functions: dict = {}       # id(function) -> its copy
         self.cells: list = []           # (real cell, new cell, proxy)
+        self.plain_cells: list = []     # (real cell, its name, the plain value it held)
         self.numpy = creation.numpy_view()
 
     def replace(self, value, module_globals: dict, name: str):
@@ -121,7 +132,8 @@ for default argument arrays."""
                                   closure)
         copy.__kwdefaults__, copy.__qualname__ = self._kwdefaults(func), func.__qualname__
         copy.__module__, copy.__annotations__ = func.__module__, func.__annotations__
-        copy.__dict__.update(func.__dict__)
+        copy.__dict__ = func.__dict__   # ``helper.calls += 1`` is the function's own
+        self.swaps.watch(func.__dict__, f"function {func.__qualname__}")
         self.functions[id(func)] = copy
         return copy
 
@@ -151,6 +163,8 @@ for default argument arrays."""
             return types.CellType(maths)
         if not proxyable(value):
             self.swaps.swap(value, (("cell", cell), (), name))
+            if pystate.is_plain(value):   # ``nonlocal step; step += 1`` changes it
+                self.plain_cells.append((cell, name, value))
             return cell
         proxy = self.swaps.proxy(value, (("cell", cell), (), name))
         new = types.CellType(proxy)
@@ -165,3 +179,6 @@ for default argument arrays."""
             if value is not proxy:
                 cell.cell_contents = unwrap(value)
                 recorder.set_fallback(REBOUND.format("a captured closure array"), None)
+        for cell, name, before in self.plain_cells:
+            read = pystate.cell(cell)
+            _check_plain(recorder, f"closure {name}", before, read(), read)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import pystate
 from .captures import MAX_DEPTH, slot_items, slot_names
 from .context import unwrap
 from .loc import classify
@@ -60,6 +61,7 @@ class Snapshot:
     attrs: dict
     lists: dict               # attribute name -> the items of the list or dict it held
     label: str
+    plain: dict = None        # attribute name -> its list's or dict's plain values (pystate)
 
 
 def watchable(obj) -> bool:
@@ -67,8 +69,10 @@ def watchable(obj) -> bool:
             and isinstance(getattr(obj, "__dict__", None), dict))
 
 
-def snapshot(leaves, fn=None) -> list[Snapshot]:
-    roots = [(i, leaf, f"argument {i}") for i, leaf in enumerate(leaves) if _object(leaf)]
+def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
+    """``names``: the parameter name of each leaf (``self``, ``model``), for messages."""
+    roots = [(i, leaf, names[i] if i < len(names) else f"argument {i}")
+             for i, leaf in enumerate(leaves) if _object(leaf)]
     owner = getattr(fn, "__self__", None)
     if owner is not None and _object(owner):
         roots.append((None, owner, "self"))
@@ -76,10 +80,11 @@ def snapshot(leaves, fn=None) -> list[Snapshot]:
     seen: set[int] = set()
     for index, obj, label in roots:
         _walk(obj, index, (), label, _WATCH_DEPTH, snaps, seen)
-    classes = {id(type(obj)): type(obj) for _, obj, _ in roots if _user_object(obj)}
+    classes = {id(type(s.obj)): type(s.obj) for s in snaps if _user_object(s.obj)}
     for cls in classes.values():
         attrs = dict(vars(cls))
-        snaps.append(Snapshot(-1, (), cls, attrs, _lists(attrs), f"class {cls.__name__}"))
+        snaps.append(Snapshot(-1, (), cls, attrs, _lists(attrs), f"class {cls.__name__}",
+                              _plain_items(attrs)))
     return snaps
 
 
@@ -90,7 +95,7 @@ def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
         return
     seen.add(id(obj))
     attrs = _attributes(obj)
-    snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label))
+    snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label, _plain_items(attrs)))
     for name, value in attrs.items():
         here = (*steps, ("attr", name))
         if depth > 1 and _object(value) and _user_object(value):
@@ -127,6 +132,20 @@ def _attributes(obj) -> dict:
 
 def _lists(attrs: dict) -> dict:
     return {k: _items(v) for k, v in attrs.items() if type(v) in (list, dict)}
+
+
+def _plain_items(attrs: dict) -> dict:
+    """The plain Python values (numbers, strings) in each list or dict attribute."""
+    return {k: pystate.plain_values(v) for k, v in attrs.items() if type(v) in (list, dict)}
+
+
+def _check_plain_items(recorder, label: str, container, before: dict) -> None:
+    """A plain value the body changed, added or removed in a list or dict attribute."""
+    found = pystate.first_change(before, pystate.plain_values(container), container)
+    if found is not None:
+        path, old, new = found
+        recorder.state_changed(label + pystate.path_text(path), old, new,
+                               pystate.item(container, path))
 
 
 def has_traced(value) -> bool:
@@ -173,13 +192,24 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
                 value.update({key: unwrap(item) for key, item in value.items()})
             else:
                 value[:] = unwrap(value)
+        elif name in snap.lists:
+            _check_plain_items(recorder, label, value, snap.plain[name])
         return None
     leaves, treedef = flatten(value)
     if _release_objects(recorder, [x for x in leaves if _object(x)], f"{label}", MAX_DEPTH):
         return None
+    before = pystate.ABSENT if old is _MISSING else old
     if not has_traced(value) and not any(id(x) in known for x in leaves):
-        return None   # new untraced values (``self.steps += 1``, a buffer made once)
+        # ``self.t += 1``; a buffer made once: ``if self.buf is None: self.buf = np.zeros(n)``
+        if pystate.changed(before, value) or pystate.new_buffer(before, value):
+            recorder.state_changed(label, before, value, pystate.attribute(snap.obj, name))
+        return None
     _store(snap.obj, name, unwrap(value))
+    if snap.leaf != -1 and (before is pystate.ABSENT or pystate.is_plain(before)):
+        # ``if self.buf is None: self.buf = np.zeros(n)``, then ``self.buf += x``: the branch
+        # is taken once, a replay of this path would take it on every call
+        recorder.state_changed(label, before, unwrap(value), pystate.attribute(snap.obj, name))
+        return None
     why = _unreplayable(snap, name, leaves)
     if why:
         _lose(recorder, f"{label} {why}")

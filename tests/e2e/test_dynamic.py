@@ -561,8 +561,8 @@ def test_an_argument_whose_getattr_raises_key_error_is_not_taken_for_a_device_ar
 
 
 def test_a_buffer_made_once_on_an_object_does_not_make_the_trace_eager():
-    # Rebinding to a new untraced array happens only while tracing, like self.steps += 1:
-    # the branch that makes it is not taken again (unlike rebinding an array held before).
+    # The branch that makes it is not taken again: the next call traces again, with the
+    # buffer there, and compiles (tracer/pystate.py).
     class Lazy:
         def __init__(self):
             self.buf, self.w = None, np.ones(3)
@@ -577,4 +577,220 @@ def test_a_buffer_made_once_on_an_object_does_not_make_the_trace_eager():
     for _ in range(3):
         assert_same(x * 1.0, model(x))
     assert type(model.buf) is np.ndarray
-    assert Lazy.__call__.cache_info()["hits"] == 2
+    info = Lazy.__call__.cache_info()
+    assert (info["traces"], info["hits"], info["eager_signatures"]) == (2, 1, 0)
+
+
+# -- plain Python state the body changes -------------------------------------------------------
+STEP = 0
+STATE = {"step": 0}
+
+
+class Counted:
+    total = 0
+
+    def __init__(self):
+        self.t, self.cfg, self.seen = 0, {"t": 0}, [0]
+
+
+def _counter_bodies():
+    count = 0
+
+    def on_self(x, o):
+        o.t += 1
+        return x * 0.9 ** o.t
+
+    def in_dict_attribute(x, o):
+        o.cfg["t"] += 1
+        return x * 0.9 ** o.cfg["t"]
+
+    def in_list_attribute(x, o):
+        o.seen[0] += 1
+        return x * 0.9 ** o.seen[0]
+
+    def global_name(x, o):
+        global STEP
+        STEP += 1
+        return x * 0.9 ** STEP
+
+    def global_dict(x, o):
+        STATE["step"] += 1
+        return x * 0.9 ** STATE["step"]
+
+    def closure(x, o):
+        nonlocal count
+        count += 1
+        return x * 0.9 ** count
+
+    def class_attribute(x, o):
+        type(o).total += 1
+        return x * 0.9 ** type(o).total
+
+    return [on_self, in_dict_attribute, in_list_attribute, global_name, global_dict, closure,
+            class_attribute]
+
+
+def _state_of(o, body):
+    cell = body.__closure__[0].cell_contents if body.__closure__ else None
+    return (o.t, o.cfg["t"], o.seen[0], STEP, STATE["step"], Counted.total, cell)
+
+
+@pytest.mark.parametrize("body", _counter_bodies(), ids=lambda body: body.__name__)
+def test_a_python_counter_the_body_changes_is_never_frozen(body):
+    # ``self.t += 1`` with ``1 - 0.9 ** self.t``: replays kept the trace's t, so from the second
+    # call on Adam's bias correction was the first step's, silently.
+    global STEP
+    compiled = fusejit.compile(body)
+    o, wants = Counted(), []
+    for _ in range(4):
+        before = _state_of(o, body)
+        wants.append(body(np.arange(3.0), o))
+        after = _state_of(o, body)
+        STEP, STATE["step"], Counted.total = before[3], before[4], before[5]
+        o.t, o.cfg["t"], o.seen[0] = before[:3]
+        if body.__closure__:
+            body.__closure__[0].cell_contents = before[6]
+        assert_same(wants[-1], compiled(np.arange(3.0), o))
+        assert _state_of(o, body) == after
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_signatures"]) == (2, 1)
+    assert "changed from 1 to 2 in the body" in str(compiled.explain(np.arange(3.0), o))
+
+
+def test_a_flag_the_body_sets_once_compiles_at_the_second_call():
+    class Lazy:
+        def __init__(self):
+            self.built, self.mode, self.w = False, "train", np.ones(3)
+
+        def __call__(self, x):
+            if not self.built:
+                self.w *= 2          # runs once, eagerly; a replay of this path would again
+                self.built, self.mode = True, "eval"
+            return x * self.w
+
+    eager, model = Lazy(), Lazy()
+    compiled = fusejit.compile(model.__call__)
+    for _ in range(4):
+        assert_same(eager(np.arange(3.0)), compiled(np.arange(3.0)))
+        assert_same(eager.w, model.w)
+    assert (model.built, model.mode) == (True, "eval")
+    info = compiled.cache_info()
+    assert (info["traces"], info["hits"], info["eager_signatures"]) == (2, 2, 0)
+
+
+def test_a_counter_in_a_0d_array_compiles():
+    class Adam:
+        def __init__(self):
+            self.t, self.m = np.zeros((), np.int64), np.zeros(3, np.float32)
+
+        def step(self, w, g):
+            self.t += 1
+            self.m *= 0.9
+            self.m += 0.1 * g
+            w -= 0.01 * self.m / (1 - 0.9 ** self.t)
+
+    eager, opt = Adam(), Adam()
+    w_eager, w = np.ones(3, np.float32), np.ones(3, np.float32)
+    step = fusejit.compile(opt.step)
+    for i in range(4):
+        g = np.array([1, -2, 0.5], np.float32) * (i + 1)
+        eager.step(w_eager, g)
+        step(w, g)
+        assert_same(w_eager, w)
+        assert_same(eager.t, opt.t)
+    info = step.cache_info()
+    assert (info["traces"], info["hits"], info["eager_signatures"]) == (1, 3, 0)
+
+
+class Tracked:
+    def __init__(self):
+        self.buf, self.last_batch, self.sign, self.log = None, None, None, []
+        self.cfg = {"inner": {"t": 0}, "queue": [4.0, 3.0, 2.0, 1.0]}
+        self.pos = (0, 0)
+
+
+def _helper_counted(x):
+    _helper_counted.calls += 1
+    return x * 0.9 ** _helper_counted.calls
+
+
+_helper_counted.calls = 0
+
+
+def _nested_counter(x, o):
+    o.cfg["inner"]["t"] += 1
+    return x * 0.9 ** o.cfg["inner"]["t"]
+
+
+def _moved_tuple(x, o):
+    o.pos = (o.pos[0] + 1, 0)
+    return x * 0.9 ** o.pos[0]
+
+
+def _accumulated_buffer(x, o):
+    if o.buf is None:        # taken once eagerly; a replay of that path made it every call
+        o.buf = np.zeros(3)
+    o.buf += x
+    return o.buf * 2
+
+
+@pytest.mark.parametrize("body", [
+    _nested_counter, lambda x, o: x * o.cfg["queue"].pop(), _moved_tuple, _accumulated_buffer,
+    lambda x, o: _helper_counted(x),
+], ids=["nested-dict-item", "list-pop", "tuple", "buffer-made-once", "function-attribute"])
+def test_other_python_state_the_body_changes(body):
+    compiled, eager_state, state = fusejit.compile(body), Tracked(), Tracked()
+    for step in range(4):
+        before = _helper_counted.calls
+        want = body(np.full(3, step + 1.0), eager_state)
+        want_calls, _helper_counted.calls = _helper_counted.calls, before
+        assert_same(want, compiled(np.full(3, step + 1.0), state))
+        assert repr(vars(state)) == repr(vars(eager_state))
+        assert _helper_counted.calls == want_calls
+
+
+def test_state_set_under_another_signature_makes_that_call_eager():
+    # The compiled trace of the batch of 4 left last_batch == 4; a call of another signature
+    # set it to 2, and a replay would not set it back.
+    def remember(x, o):
+        o.last_batch = x.shape[0]
+        o.sign = "pos" if x.sum() > 0 else "neg"
+        return x * 2
+
+    compiled, eager_state, state = fusejit.compile(remember), Tracked(), Tracked()
+    for n, sign in ((4, 1), (4, 1), (2, 1), (4, 1), (4, -1), (4, 1), (4, 1)):
+        x = sign * np.ones(n)
+        assert_same(remember(x, eager_state), compiled(x, state))
+        assert (state.last_batch, state.sign) == (eager_state.last_batch, eager_state.sign)
+    assert compiled.cache_info()["hits"] >= 1
+
+
+def test_explain_before_the_first_call_leaves_a_flag_set_once_compiled():
+    class Lazy:
+        def __init__(self):
+            self.built = False
+
+        def __call__(self, x):
+            self.built = True
+            return x * 2
+
+    compiled, model = fusejit.compile(Lazy.__call__), Lazy()
+    assert "the next call traces again" in str(compiled.explain(model, np.ones(3)))
+    for _ in range(4):
+        assert_same(np.full(3, 2.0), compiled(model, np.ones(3)))
+    info = compiled.cache_info()
+    assert (info["hits"], info["eager_calls"]) == (2, 0)
+
+
+def test_a_structured_scalar_rebound_is_not_compared_as_a_number():
+    # changed_plain compared NumPy structured scalars of two dtypes: TypeError inside fusejit.
+    class Holder:
+        rec = np.zeros(1, dtype=[("a", "i4")])[0]
+
+    def rebind(x, h):
+        h.rec = np.zeros(1, dtype=[("b", "f8")])[0]
+        return x * 2
+
+    compiled = fusejit.compile(rebind)
+    for _ in range(3):
+        assert_same(np.full(3, 2.0), compiled(np.ones(3), Holder()))

@@ -45,10 +45,12 @@ def test_an_argument_object_returned_is_the_same_object():
         return box
 
     compiled, box = fusejit.compile(scaled), types.SimpleNamespace(y=None)
-    for scale in (1.0, 3.0):
+    for scale in (1.0, 3.0, 5.0):
         assert compiled(np.ones(2) * scale, box) is box
         assert_same(np.ones(2) * scale * 2, box.y)
-    assert compiled.cache_info()["hits"] == 1
+    # y held None: the first trace cannot tell a buffer made once from a value bound on every
+    # call, and the second call traces again (tracer/pystate.py)
+    assert (compiled.cache_info()["traces"], compiled.cache_info()["hits"]) == (2, 1)
 
 
 def _solve_or_zero(a, b):

@@ -1,0 +1,154 @@
+"""Plain Python state the body changes: ``self.t += 1``, ``STATE["step"] += 1``, ``global n``.
+
+A replay runs no Python: it neither makes such a change nor reads the new value (an Adam
+step's ``1 - b1 ** self.t`` would stay the first step's). The tracer compares the plain values
+(numbers, bools, strings, None, enums and tuples of them) that the body can reach through its
+argument objects, globals and closures before and after the body; a change makes that call's
+trace run no program, and the next call traces again (``Fallback.retry``). A flag set once
+(``self.built = True``) does not change then, and that trace compiles, with the values it left
+checked before each replay (``Watch``): where another call moved them (``self.last_batch =
+len(x)`` under another signature), that call runs eagerly. A counter changes again, and the
+signature runs eagerly for good.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+STATE_CHANGED = ("Python state that replay would not update: {} {} in the body (a counter "
+                 "compiles when kept in a NumPy array updated in place, such as a 0-d np.int64 "
+                 "step count)")
+ABSENT = object()   # a name or item that is not there (before the body made it, or removed)
+_NESTED = 3         # levels of lists and dicts looked into below an attribute
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
+
+
+def is_plain(value) -> bool:
+    """A number, bool, string, None, enum member or NumPy scalar, or a short tuple of them."""
+    if isinstance(value, _SCALARS):
+        return True
+    if isinstance(value, np.generic):
+        return not isinstance(value, np.void)    # a structured scalar compares by dtype
+    return type(value) in (tuple, frozenset) and len(value) <= 64 and all(map(is_plain, value))
+
+
+def equal(a, b) -> bool:
+    """Plain values that a replay may take for one another (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple:
+        return len(a) == len(b) and all(map(equal, a, b))
+    try:
+        return bool(a == b) or (a != a and b != b)
+    except (TypeError, ValueError):
+        return False
+
+
+def changed(old, new) -> bool:
+    """Whether ``old`` (a plain value, or ``ABSENT``) became another plain value, or went."""
+    if old is new or not (is_plain(old) or old is ABSENT):
+        return False
+    if new is ABSENT or old is ABSENT:
+        return is_plain(new) or is_plain(old)
+    return is_plain(new) and not equal(old, new)
+
+
+def new_buffer(old, new) -> bool:
+    """A plain value (``None``) or nothing rebound to an array made in the body: ``if self.buf
+    is None: self.buf = np.zeros(n)`` runs once, and a replay of that path would make it on
+    every call."""
+    return type(new) is np.ndarray and (old is ABSENT or is_plain(old))
+
+
+def same(expected, current) -> bool:
+    """A watched value as the compiling trace left it (an array: any array, read anew)."""
+    if type(expected) is np.ndarray:
+        return type(current) is np.ndarray
+    if expected is ABSENT or current is ABSENT:
+        return expected is current
+    return is_plain(current) and equal(expected, current)
+
+
+def shown(value) -> str:
+    if type(value) is np.ndarray:
+        return f"an array {value.dtype}{list(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def change_text(old, new) -> str:
+    if old is ABSENT:
+        return f"set to {shown(new)}"
+    if new is ABSENT:
+        return f"removed (it was {shown(old)})"
+    return f"changed from {shown(old)} to {shown(new)}"
+
+
+def plain_values(container, depth: int = _NESTED) -> dict:
+    """Path (a tuple of keys) -> plain value, in a list or dict and the lists and dicts it
+    holds, ``depth`` levels down."""
+    found = {}
+    pairs = container.items() if isinstance(container, dict) else enumerate(container)
+    for key, value in list(pairs):
+        if is_plain(value):
+            found[(key,)] = value
+        elif depth > 1 and type(value) in (list, dict):
+            found.update({(key, *path): v for path, v in plain_values(value, depth - 1).items()})
+    return found
+
+
+def first_change(before: dict, now: dict, container):
+    """(path, old, new) of the first plain value that changed, appeared or went; else None.
+    Items appended to a list are not changes: a log the body keeps (``log.append(x)``, as
+    ``print``) runs while tracing only."""
+    for path in before.keys() | now.keys():
+        old, new = before.get(path, ABSENT), now.get(path, ABSENT)
+        if changed(old, new) and not (old is ABSENT and type(item(container, path[:-1])())
+                                      is list):
+            return path, old, new
+    return None
+
+
+def path_text(path: tuple) -> str:
+    return "".join(f"[{key!r}]" for key in path)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Where a value the body changed lives, read again before each replay."""
+
+    label: str
+    read: object    # () -> the value now, or ABSENT
+
+
+def attribute(obj, name: str):
+    """Reads ``obj.name`` from its ``__dict__`` (a class's too), else its slot."""
+    def read():
+        attrs = getattr(obj, "__dict__", None)
+        if attrs is not None and name in attrs:
+            return attrs[name]
+        return getattr(obj, name, ABSENT)
+    return read
+
+
+def item(container, path: tuple):
+    def read():
+        value = container
+        try:
+            for key in path:
+                value = value[key]
+        except (KeyError, IndexError, TypeError):
+            return ABSENT
+        return value
+    return read
+
+
+def cell(cell_):
+    def read():
+        try:
+            return cell_.cell_contents
+        except ValueError:
+            return ABSENT
+    return read
