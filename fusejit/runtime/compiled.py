@@ -148,6 +148,7 @@ class CompiledFunction:
         self._churn = StaticChurn(self.__qualname__, self._signature)
         self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}
+        self._shared_watches: dict = {}   # label -> pystate.Watch of a global the body changed
         self._lock = threading.RLock()
         _FUNCTIONS.add(self)
         self._stats = dict(traces=0, hits=0, eager_calls=0, aliased_calls=0,
@@ -198,19 +199,24 @@ class CompiledFunction:
         if tree is not None:
             tried = len(tree.paths)
             result = tree.run(leaves) if tried else MISS
-            if result is ALIASED:
-                return self._run_aliased(fn, args, kwargs)
-            if result is NOT_AN_ARRAY:
-                return self._run_eager(fn, args, kwargs, _REBOUND)
-            if result is STATE_MOVED:
-                return self._run_eager(fn, args, kwargs, _STATE_MOVED)
             if result is not MISS and result is not RETRACE:
-                return self._hit(tree, result, args, kwargs)
+                return self._answer(tree, result, fn, args, kwargs)
             if tree.eager is not None and result is not RETRACE:
                 tree.eager.calls += 1
                 self._stats["eager_calls"] += 1
                 return _eager_call(fn, args, kwargs)
         return self._trace_and_compile(fn, key, leaves, args, kwargs, tried)
+
+    def _answer(self, tree, result, fn, args, kwargs):
+        """The call's result from ``tree.run``'s answer: a replay's, or eager NumPy's where
+        the tree says this call may not replay."""
+        if result is ALIASED:
+            return self._run_aliased(fn, args, kwargs)
+        if result is NOT_AN_ARRAY:
+            return self._run_eager(fn, args, kwargs, _REBOUND)
+        if result is STATE_MOVED:
+            return self._run_eager(fn, args, kwargs, _STATE_MOVED)
+        return self._hit(tree, result, args, kwargs)
 
     def _hit(self, tree, result, args, kwargs):
         """A replay's result, with the caller's containers where the body returned them."""
@@ -242,14 +248,8 @@ class CompiledFunction:
             tree = self._tree(key, leaves, args, kwargs)
             if len(tree.paths) > tried and leaves is not None:  # another thread added a path
                 result = tree.run(leaves)
-                if result is ALIASED:
-                    return self._run_aliased(fn, args, kwargs)
-                if result is NOT_AN_ARRAY:
-                    return self._run_eager(fn, args, kwargs, _REBOUND)
-                if result is STATE_MOVED:
-                    return self._run_eager(fn, args, kwargs, _STATE_MOVED)
                 if result is not MISS and result is not RETRACE:
-                    return self._hit(tree, result, args, kwargs)
+                    return self._answer(tree, result, fn, args, kwargs)
             try:
                 for leaf in leaves if leaves is not None else flatten((args, kwargs))[0]:
                     check_dtype(leaf_signature(leaf))
@@ -273,7 +273,7 @@ class CompiledFunction:
                             self.__qualname__, len(recorded.graph.nodes),
                             time.perf_counter() - started, len(tree.paths) + 1)
             try:
-                self._add_path(tree, recorded, on_copies)
+                self._add_path(tree, recorded, on_copies, flatten((host_args, host_kwargs))[0])
             except FusejitError:
                 self._forget_if_empty(key, tree)
                 raise
@@ -291,7 +291,7 @@ class CompiledFunction:
         tree = self._entries.get(key)
         if tree is None:
             self._churn.new_key(key)
-            tree = self._entries[key] = TraceTree()
+            tree = self._entries[key] = TraceTree(owner=getattr(self.fn, "__self__", None))
             tree.pins = pin(self._entries, key, self._by_identity(key, leaves, args, kwargs))
         return tree
 
@@ -333,13 +333,11 @@ class CompiledFunction:
         return (f"more than max_traces={self.max_traces} paths (data-dependent branches) "
                 "for this signature")
 
-    def _add_path(self, tree, recorded, on_copies=False) -> None:
+    def _add_path(self, tree, recorded, on_copies=False, leaves=()) -> None:
+        """``leaves``: the traced call's argument leaves (the watches read them)."""
         fallback = recorded.fallback
-        if fallback is not None and fallback.retry and (on_copies or not tree.pending):
-            tree.retried = fallback.reason   # a flag set once traces clean next call, a
-            if not on_copies:                # counter does not (tracer/pystate.py)
-                tree.pending = recorded.watches
-            log.info("%s: the next call traces again: %s", self.__qualname__, fallback.reason)
+        if fallback is not None and fallback.retry and \
+                self._traces_again(tree, recorded, on_copies):
             return
         if recorded.fallback is not None:
             log.info("%s: this signature runs eagerly: %s", self.__qualname__,
@@ -365,9 +363,31 @@ class CompiledFunction:
         self._stats["kernels_reused"] += counts["reused"]
         owner = getattr(self.fn, "__self__", None)
         tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
-        if tree.pending and not tree.watch:   # the values this trace left, read anew
-            tree.watch = tuple((watch, watch.read()) for watch in tree.pending)
+        if not tree.watch:   # the values this trace left, read again before each replay
+            tree.watch = tuple((watch, watch.read(leaves, owner))
+                               for watch in (*tree.pending, *self._shared_watches.values()))
         tree.fills = tree.fills or recorded.returns_containers
+
+    def _traces_again(self, tree, recorded, on_copies) -> bool:
+        """The trace changed Python state (tracer/pystate.py). The tree's paths were traced
+        under the old state and go; state of the function itself (a global) goes from every
+        tree, each compiling again with it watched. The next call traces again, unless a
+        call's own trace changed state before: a counter, eager from now on. ``explain``'s
+        traces of copies use up no retry: the caller's objects did not change."""
+        shared = {w.label: w for w in recorded.watches
+                  if w.shared and w.label not in self._shared_watches}
+        if shared:
+            self._shared_watches.update(shared)
+            for other in self._entries.values():
+                other.paths, other.watch = [], ()
+        tree.paths, tree.watch, tree.retried = [], (), recorded.fallback.reason
+        if tree.consumed and not on_copies:
+            tree.pending = ()
+            return False
+        tree.pending = (*tree.pending, *(w for w in recorded.watches if not w.shared))
+        tree.consumed = not on_copies
+        log.info("%s: the next call traces again: %s", self.__qualname__, tree.retried)
+        return True
 
     # -- introspection -------------------------------------------------------------------
     def cache_info(self) -> dict:

@@ -132,12 +132,17 @@ class TraceTree:
     last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
-    retried: str = ""     # why a trace changed Python state (``Fallback.retry``)
-    pending: tuple = ()   # the places it changed (pystate.Watch), from a call's own trace
-    watch: tuple = ()     # (Watch, value the compiling trace left): checked before replays
+    # Python state a trace changed (tracer/pystate.py, ``Fallback.retry``): why, whether a
+    # call's own trace did (a second change runs eagerly), where (pystate.Watch), and each
+    # place with the value the compiling trace left, checked before every replay
+    retried: str = ""
+    consumed: bool = False
+    pending: tuple = ()
+    watch: tuple = ()
+    owner: object = None   # fn.__self__ of a compiled bound method (the watches read it)
 
     def run(self, leaves):
-        if self.watch and not all(pystate.same(value, watch.read())
+        if self.watch and not all(pystate.same(value, watch.read(leaves, self.owner))
                                   for watch, value in self.watch):
             return STATE_MOVED
         for path in self.paths:

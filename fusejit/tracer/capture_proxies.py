@@ -150,18 +150,20 @@ class _Swaps:
                     self.recorder.set_fallback(
                         LEAKED_INTO.format(type(slots.target).__name__)
                         if isinstance(slots, _Subclass) else LEAKED, None)
-            self._check_plain(slots)
+            self._check_state(slots)
 
-    def _check_plain(self, slots) -> None:
+    def _check_state(self, slots) -> None:
         """A plain Python value the body changed in a container reached from a global or
         closure (``STATE["step"] += 1``, ``CONFIG.scale = 2``): replay would not change it."""
         text, step, before = self.plain.get(id(slots), ("", "", None))
-        found = pystate.first_change(before, _plain(slots), _readable(slots)) \
-            if before is not None else None
+        if before is None:
+            return
+        found = pystate.first_change(before, _plain(slots), _container(slots))
         if found is not None:
             (key,), old, new = found
             where = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
-            self.recorder.state_changed(where, old, new, pystate.item(_readable(slots), (key,)))
+            self.recorder.state_changed(pystate.Watch(where, _reader(slots, key), shared=True),
+                                        old, new)
 
 
 def _plain(slots) -> dict:
@@ -169,13 +171,21 @@ def _plain(slots) -> dict:
     return {(key,): item for key, item in _items(slots) if pystate.is_plain(item)}
 
 
-def _readable(slots):
-    """What ``slots[key]`` reads the slots' values from: the list, dict or ``__dict__``, or a
-    list or dict subclass itself; an object's slots or a class's attributes as a dict (a
-    snapshot: a change there is found by the trace, not read again by a replay)."""
+def _container(slots):
+    """The list, dict or ``__dict__`` the slots are, or the list or dict subclass they wrap
+    (an object's slots and a class's attributes: None)."""
     if type(slots) in (list, dict):
         return slots
-    return slots.target if isinstance(slots, _Subclass) else dict(_items(slots))
+    return slots.target if isinstance(slots, _Subclass) else None
+
+
+def _reader(slots, key):
+    """Reads ``key`` of the slots again, live: an item, or an attribute of the object with
+    slots or of the class or module."""
+    container = _container(slots)
+    if container is not None:
+        return pystate.item(container, (key,))
+    return pystate.attribute(getattr(slots, "target", None) or slots.owner, key)
 
 
 def _items(slots) -> list:

@@ -276,11 +276,11 @@ class Recorder:
         if self.fallback is None or (self.fallback.retry and not retry):
             self.fallback = Fallback(reason, current_loc() if loc is HERE else loc, retry)
 
-    def state_changed(self, label: str, old, new, read) -> None:
-        """The body changed a plain Python value (``pystate``) at ``label``, which ``read``
-        reads again."""
-        self.watches.append(pystate.Watch(label, read))
-        self.set_fallback(pystate.STATE_CHANGED.format(label, pystate.change_text(old, new)),
+    def state_changed(self, watch, old, new) -> None:
+        """The body changed a plain Python value (``pystate``) where ``watch`` reads it."""
+        self.watches.append(watch)
+        self.set_fallback(pystate.STATE_CHANGED.format(watch.label,
+                                                       pystate.change_text(old, new)),
                           None, retry=True)
 
     def note(self, text: str) -> None:

@@ -68,8 +68,8 @@ class Overlay(dict):
             elif has_traced(now):
                 recorder.set_fallback(REBOUND.format(f"global {name} (a traced value)"), None)
             else:   # ``global step; step += 1``
-                _check_plain(recorder, f"global {name}", was, now,
-                             pystate.item(self.real, (name,)))
+                _check_state(recorder, pystate.item(self.real, (name,)), f"global {name}", was,
+                             now)
             if now is _MISSING:
                 self.real.pop(name, None)
             else:
@@ -79,11 +79,11 @@ class Overlay(dict):
 _MISSING = object()
 
 
-def _check_plain(recorder, label, was, now, read) -> None:
+def _check_state(recorder, read, label: str, was, now) -> None:
     was = pystate.ABSENT if was is _MISSING else was
     now = pystate.ABSENT if now is _MISSING else now
     if pystate.changed(was, now):
-        recorder.state_changed(label, was, now, read)
+        recorder.state_changed(pystate.Watch(label, read, shared=True), was, now)
 
 
 class Copies:
@@ -181,4 +181,4 @@ for default argument arrays."""
                 recorder.set_fallback(REBOUND.format("a captured closure array"), None)
         for cell, name, before in self.plain_cells:
             read = pystate.cell(cell)
-            _check_plain(recorder, f"closure {name}", before, read(), read)
+            _check_state(recorder, read, f"closure {name}", before, read())

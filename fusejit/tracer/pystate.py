@@ -13,6 +13,7 @@ signature runs eagerly for good.
 from __future__ import annotations
 
 import enum
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,13 +101,14 @@ def plain_values(container, depth: int = _NESTED) -> dict:
 
 
 def first_change(before: dict, now: dict, container):
-    """(path, old, new) of the first plain value that changed, appeared or went; else None.
-    Items appended to a list are not changes: a log the body keeps (``log.append(x)``, as
-    ``print``) runs while tracing only."""
-    for path in before.keys() | now.keys():
+    """(path, old, new) of the first plain value that changed, appeared or went, in the order
+    the paths were seen; else None. Items appended to a list are not changes: a log the body
+    keeps (``log.append(x)``, as ``print``) runs while tracing only."""
+    paths = [*before, *(path for path in now if path not in before)]
+    for path in paths:
         old, new = before.get(path, ABSENT), now.get(path, ABSENT)
-        if changed(old, new) and not (old is ABSENT and type(item(container, path[:-1])())
-                                      is list):
+        appended = old is ABSENT and type(get_path(container, path[:-1])) is list
+        if changed(old, new) and not appended:
             return path, old, new
     return None
 
@@ -117,38 +119,73 @@ def path_text(path: tuple) -> str:
 
 @dataclass(frozen=True)
 class Watch:
-    """Where a value the body changed lives, read again before each replay."""
+    """Where a value the body changed lives, read again before each replay: ``read(leaves,
+    owner)`` gives it now (or ABSENT) from the call's argument leaves and the compiled bound
+    method's object. ``shared``: the function's own state (a global, a closure, a class or
+    function attribute), which every signature reads; else a path from one argument, so that
+    it reads the object of the call at hand, and keeps none alive."""
 
     label: str
-    read: object    # () -> the value now, or ABSENT
+    read: object
+    shared: bool = False
+
+
+def get_attribute(obj, name: str):
+    """``obj.name`` from its ``__dict__`` (a class's too), else its slot; ABSENT if none."""
+    attrs = getattr(obj, "__dict__", None)
+    if attrs is not None and name in attrs:
+        return attrs[name]
+    return getattr(obj, name, ABSENT)
+
+
+def get_path(container, path: tuple):
+    for key in path:
+        try:
+            container = container[key]
+        except (LookupError, TypeError):
+            return ABSENT
+    return container
 
 
 def attribute(obj, name: str):
-    """Reads ``obj.name`` from its ``__dict__`` (a class's too), else its slot."""
-    def read():
-        attrs = getattr(obj, "__dict__", None)
-        if attrs is not None and name in attrs:
-            return attrs[name]
-        return getattr(obj, name, ABSENT)
-    return read
+    return lambda leaves, owner: get_attribute(obj, name)
 
 
 def item(container, path: tuple):
-    def read():
-        value = container
-        try:
-            for key in path:
-                value = value[key]
-        except (KeyError, IndexError, TypeError):
-            return ABSENT
-        return value
-    return read
+    return lambda leaves, owner: get_path(container, path)
 
 
 def cell(cell_):
-    def read():
+    def read(leaves=(), owner=None):
         try:
             return cell_.cell_contents
         except ValueError:
             return ABSENT
+    return read
+
+
+def held(obj, name: str, path: tuple = ()):
+    """Reads ``obj.name`` (then ``path``) through a weak reference where the object takes one
+    (a static argument: the watch must not keep it, and its signature, alive)."""
+    try:
+        ref = weakref.ref(obj)
+    except TypeError:
+        return lambda leaves, owner: get_path(get_attribute(obj, name), path)
+
+    def read(leaves, owner):
+        target = ref()
+        return ABSENT if target is None else get_path(get_attribute(target, name), path)
+    return read
+
+
+def argument(leaf, steps: tuple, name: str, path: tuple = ()):
+    """Reads ``.name`` (then the items ``path``) of the object ``steps`` below argument leaf
+    ``leaf`` (None: the bound method's object), as ``entries._rebind_targets`` finds it."""
+    def read(leaves, owner):
+        target = owner if leaf is None else leaves[leaf]
+        for step, key in steps:
+            target = get_attribute(target, key) if step == "attr" else get_path(target, (key,))
+            if target is ABSENT:
+                return ABSENT
+        return get_path(get_attribute(target, name), path)
     return read

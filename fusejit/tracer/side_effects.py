@@ -24,6 +24,7 @@ Python side effect that happens only while tracing.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -38,6 +39,7 @@ from .loc import classify
 from .pytree import TreeDef, flatten, is_traced_leaf
 
 _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
+STATIC = "static"   # ``Snapshot.leaf`` of an object bound by a partial (static_argnames)
 _MAX_OBJECTS = 256   # objects snapshotted per trace (a model's layers, not a whole library)
 _WATCH_DEPTH = 2 * MAX_DEPTH   # steps below a root whose objects are snapshotted
 
@@ -76,6 +78,10 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
     owner = getattr(fn, "__self__", None)
     if owner is not None and _object(owner):
         roots.append((None, owner, "self"))
+    if isinstance(fn, functools.partial):   # static_argnames objects, partial-bound ones
+        roots += [(STATIC, value, name) for name, value in fn.keywords.items() if _object(value)]
+        roots += [(STATIC, value, f"partial argument {i}") for i, value in enumerate(fn.args)
+                  if _object(value)]
     snaps: list[Snapshot] = []
     seen: set[int] = set()
     for index, obj, label in roots:
@@ -139,13 +145,22 @@ def _plain_items(attrs: dict) -> dict:
     return {k: pystate.plain_values(v) for k, v in attrs.items() if type(v) in (list, dict)}
 
 
-def _check_plain_items(recorder, label: str, container, before: dict) -> None:
+def _check_plain_items(recorder, snap, name: str, container) -> None:
     """A plain value the body changed, added or removed in a list or dict attribute."""
-    found = pystate.first_change(before, pystate.plain_values(container), container)
+    found = pystate.first_change(snap.plain[name], pystate.plain_values(container), container)
     if found is not None:
         path, old, new = found
-        recorder.state_changed(label + pystate.path_text(path), old, new,
-                               pystate.item(container, path))
+        recorder.state_changed(_watch(snap, name, path), old, new)
+
+
+def _watch(snap, name: str, path: tuple = ()) -> pystate.Watch:
+    """Where ``snap.obj.name`` (then its items ``path``) is read again before a replay."""
+    label = f"{snap.label}.{name}{pystate.path_text(path)}"
+    if snap.leaf == -1:   # a class: the function's own state
+        return pystate.Watch(label, pystate.item(vars(snap.obj), (name, *path)), shared=True)
+    if snap.leaf == STATIC:   # in the cache key: the same object for the signature
+        return pystate.Watch(label, pystate.held(snap.obj, name, path))
+    return pystate.Watch(label, pystate.argument(snap.leaf, snap.steps, name, path))
 
 
 def has_traced(value) -> bool:
@@ -193,7 +208,7 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
             else:
                 value[:] = unwrap(value)
         elif name in snap.lists:
-            _check_plain_items(recorder, label, value, snap.plain[name])
+            _check_plain_items(recorder, snap, name, value)
         return None
     leaves, treedef = flatten(value)
     if _release_objects(recorder, [x for x in leaves if _object(x)], f"{label}", MAX_DEPTH):
@@ -202,13 +217,13 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
     if not has_traced(value) and not any(id(x) in known for x in leaves):
         # ``self.t += 1``; a buffer made once: ``if self.buf is None: self.buf = np.zeros(n)``
         if pystate.changed(before, value) or pystate.new_buffer(before, value):
-            recorder.state_changed(label, before, value, pystate.attribute(snap.obj, name))
+            recorder.state_changed(_watch(snap, name), before, value)
         return None
     _store(snap.obj, name, unwrap(value))
     if snap.leaf != -1 and (before is pystate.ABSENT or pystate.is_plain(before)):
         # ``if self.buf is None: self.buf = np.zeros(n)``, then ``self.buf += x``: the branch
         # is taken once, a replay of this path would take it on every call
-        recorder.state_changed(label, before, unwrap(value), pystate.attribute(snap.obj, name))
+        recorder.state_changed(_watch(snap, name), before, unwrap(value))
         return None
     why = _unreplayable(snap, name, leaves)
     if why:
@@ -245,6 +260,8 @@ def _unreplayable(snap, name, leaves) -> str:
     cls = type(snap.obj)
     if snap.leaf == -1:
         return "(a class attribute) rebound to a traced value"
+    if snap.leaf == STATIC:
+        return "(of a static argument) rebound to a traced value"
     if len(snap.steps) >= MAX_DEPTH:   # its arrays were read as plain ones (capture_proxies)
         return f"rebound more than {MAX_DEPTH} steps below the argument"
     if not all(isinstance(x, Tracer) for x in leaves):
