@@ -148,7 +148,7 @@ class CompiledFunction:
         self._churn = StaticChurn(self.__qualname__, self._signature)
         self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}
-        self._shared_watches: dict = {}   # label -> pystate.Watch of a global the body changed
+        self._watches: dict = {}   # place -> pystate.Watch: Python state a trace changed
         self._lock = threading.RLock()
         _FUNCTIONS.add(self)
         self._stats = dict(traces=0, hits=0, eager_calls=0, aliased_calls=0,
@@ -365,27 +365,24 @@ class CompiledFunction:
         tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
         if not tree.watch:   # the values this trace left, read again before each replay
             tree.watch = tuple((watch, watch.read(leaves, owner))
-                               for watch in (*tree.pending, *self._shared_watches.values()))
+                               for watch in self._watches.values())
         tree.fills = tree.fills or recorded.returns_containers
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
-        """The trace changed Python state (tracer/pystate.py). The tree's paths were traced
-        under the old state and go; state of the function itself (a global) goes from every
-        tree, each compiling again with it watched. The next call traces again, unless a
-        call's own trace changed state before: a counter, eager from now on. ``explain``'s
-        traces of copies use up no retry: the caller's objects did not change."""
-        shared = {w.label: w for w in recorded.watches
-                  if w.shared and w.label not in self._shared_watches}
-        if shared:
-            self._shared_watches.update(shared)
-            for other in self._entries.values():
-                other.paths, other.watch = [], ()
-        tree.paths, tree.watch, tree.retried = [], (), recorded.fallback.reason
-        if tree.consumed and not on_copies:
-            tree.pending = ()
+        """The trace changed Python state (tracer/pystate.py). Every path of every signature
+        was traced under the old state (the same model, another batch shape) and goes; each
+        compiles again watching every place a trace changed. The next call traces again,
+        unless a call's own trace changed state before (a counter) or the place cannot be
+        read again: eager from now on. ``explain``'s traces of copies of the arguments use
+        up no retry where only the copies changed."""
+        self._watches.update((w.key, w) for w in recorded.watches if w.read is not None)
+        for other in self._entries.values():
+            other.paths, other.watch = [], ()
+        tree.retried = recorded.fallback.reason
+        real = not on_copies or not all(w.copied for w in recorded.watches)
+        if (tree.consumed and real) or any(w.read is None for w in recorded.watches):
             return False
-        tree.pending = (*tree.pending, *(w for w in recorded.watches if not w.shared))
-        tree.consumed = not on_copies
+        tree.consumed = tree.consumed or real
         log.info("%s: the next call traces again: %s", self.__qualname__, tree.retried)
         return True
 

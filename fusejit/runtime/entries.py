@@ -133,11 +133,10 @@ class TraceTree:
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
     # Python state a trace changed (tracer/pystate.py, ``Fallback.retry``): why, whether a
-    # call's own trace did (a second change runs eagerly), where (pystate.Watch), and each
-    # place with the value the compiling trace left, checked before every replay
+    # call's own trace did (a second change runs eagerly), and each place a trace of the
+    # function changed with the value the compiling trace left, checked before every replay
     retried: str = ""
     consumed: bool = False
-    pending: tuple = ()
     watch: tuple = ()
     owner: object = None   # fn.__self__ of a compiled bound method (the watches read it)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..logs import topic
 from .capture_proxies import plain_subclass
-from .captures import MAX_DEPTH, slot_items
+from .captures import MAX_DEPTH, method_owner, slot_items
 
 log = topic("trace")
 MAX_BYTES = 256 * 2**20   # checksummed per trace, twice (zlib.crc32: ~2 GB/s here)
@@ -37,7 +37,7 @@ def start(fn, leaves=()) -> list[tuple[np.ndarray, str, int]]:
     the argument objects hold where the body reads them as plain arrays (``plain_held``)."""
     func = _function(fn)
     named = [] if func is None else _named(func)
-    owner = getattr(fn, "__self__", None)
+    owner = method_owner(fn)
     named += plain_held([*leaves, *([owner] if owner is not None else [])])
     audit, budget = [], MAX_BYTES
     for array, name in sorted(named, key=lambda pair: pair[0].nbytes):

@@ -64,7 +64,7 @@ class _Swaps:
         self.arrays: dict = {}       # id(proxy) -> its array
         self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
         self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
-        self.plain: dict = {}        # id(shared slots) -> (their text, plain values by key)
+        self.plain: dict = {}        # id(shared slots) -> (text, step, plain values, where)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
 
     def proxy(self, array, where):
@@ -95,7 +95,7 @@ class _Swaps:
             if (where[0][0] in ("global", "cell") or isinstance(slots, _Subclass)) and not again:
                 self.shared.append(slots)
                 text = found_path(where[0], where[2], where[1])[2]
-                self.plain[id(slots)] = (text, step, _plain(slots))
+                self.plain[id(slots)] = (text, step, _plain(slots), where)
             for key, item in _items(slots):
                 if id(item) in self.arrays:        # a proxy put there: another path to it
                     self.proxy(self.arrays[id(item)], _below(where, step, key))
@@ -111,7 +111,7 @@ class _Swaps:
         those of an object reached from a global."""
         if id(slots) not in self.plain:
             self.shared.append(slots)
-            self.plain[id(slots)] = (text, "attr", _plain(slots))
+            self.plain[id(slots)] = (text, "attr", _plain(slots), None)
 
     def _slots_of(self, value, again: bool) -> list[tuple[object, str]]:
         """(slots, step) pairs whose arrays ``value`` holds: a list's or dict's items, an
@@ -155,15 +155,16 @@ class _Swaps:
     def _check_state(self, slots) -> None:
         """A plain Python value the body changed in a container reached from a global or
         closure (``STATE["step"] += 1``, ``CONFIG.scale = 2``): replay would not change it."""
-        text, step, before = self.plain.get(id(slots), ("", "", None))
+        text, step, before, where = self.plain.get(id(slots), ("", "", None, None))
         if before is None:
             return
         found = pystate.first_change(before, _plain(slots), _container(slots))
         if found is not None:
             (key,), old, new = found
-            where = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
-            self.recorder.state_changed(pystate.Watch(where, _reader(slots, key), shared=True),
-                                        old, new)
+            label = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
+            watch = pystate.in_object(label, slots, (("item", key),)) if where is None else \
+                pystate.in_source(label, where[0], (*where[1], (step, key)))
+            self.recorder.state_changed(watch, old, new)
 
 
 def _plain(slots) -> dict:
@@ -177,15 +178,6 @@ def _container(slots):
     if type(slots) in (list, dict):
         return slots
     return slots.target if isinstance(slots, _Subclass) else None
-
-
-def _reader(slots, key):
-    """Reads ``key`` of the slots again, live: an item, or an attribute of the object with
-    slots or of the class or module."""
-    container = _container(slots)
-    if container is not None:
-        return pystate.item(container, (key,))
-    return pystate.attribute(getattr(slots, "target", None) or slots.owner, key)
 
 
 def _items(slots) -> list:
@@ -282,11 +274,15 @@ def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
     """The callable to trace; the arrays of argument objects are swapped for proxies."""
     swaps = _Swaps(recorder)
     result = Plan(fn, swaps, Copies(swaps))
-    if isinstance(fn, functools.partial) and type(fn.func) is types.FunctionType:
-        swaps.names = code_names(fn.func.__code__)
-        args = [_bound(swaps, value, i) for i, value in enumerate(fn.args)]
+    if isinstance(fn, functools.partial) and type(_unbound(fn.func)) is types.FunctionType:
+        swaps.names = code_names(_unbound(fn.func).__code__)   # static_argnames: a partial
+        args = [_bound(swaps, value, i) for i, value in enumerate(fn.args)]   # of the method
         keywords = {k: _bound(swaps, value, k) for k, value in fn.keywords.items()}
-        result.fn = functools.partial(result.copies.function(fn.func), *args, **keywords)
+        func = result.copies.function(_unbound(fn.func))
+        if isinstance(fn.func, types.MethodType):
+            swaps.swap(fn.func.__self__, (("object", fn.func.__self__), (), "self"))
+            func = types.MethodType(func, fn.func.__self__)
+        result.fn = functools.partial(func, *args, **keywords)
         return _argument_objects(result, leaves, hints)
     bound, func = bound_parts(fn)
     if type(func) is types.FunctionType:
@@ -296,6 +292,11 @@ def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
     if bound is not None:
         swaps.swap(bound, (("object", bound), (), "self"))
     return _argument_objects(result, leaves, hints)
+
+
+def _unbound(fn):
+    """A bound method's function (a partial binds a compiled method's static arguments)."""
+    return fn.__func__ if isinstance(fn, types.MethodType) else fn
 
 
 def _bound(swaps: _Swaps, value, name):

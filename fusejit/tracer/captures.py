@@ -274,6 +274,14 @@ class Roots:
                             if type(value) is np.ndarray and name not in names]
 
 
+def method_owner(fn):
+    """The object a compiled bound method is bound to, also through the partial that binds
+    its static arguments; None for anything else."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
+
+
 def bound_parts(fn) -> tuple:
     """(the object a method is bound to or None, the function): ``obj.f`` and ``cls.f`` of a
     classmethod, and a callable object, whose ``__call__`` is the function."""

@@ -68,8 +68,7 @@ class Overlay(dict):
             elif has_traced(now):
                 recorder.set_fallback(REBOUND.format(f"global {name} (a traced value)"), None)
             else:   # ``global step; step += 1``
-                _check_state(recorder, pystate.item(self.real, (name,)), f"global {name}", was,
-                             now)
+                _check_state(recorder, ("global", self.real, name), f"global {name}", was, now)
             if now is _MISSING:
                 self.real.pop(name, None)
             else:
@@ -79,11 +78,11 @@ class Overlay(dict):
 _MISSING = object()
 
 
-def _check_state(recorder, read, label: str, was, now) -> None:
+def _check_state(recorder, source, label: str, was, now) -> None:
     was = pystate.ABSENT if was is _MISSING else was
     now = pystate.ABSENT if now is _MISSING else now
     if pystate.changed(was, now):
-        recorder.state_changed(pystate.Watch(label, read, shared=True), was, now)
+        recorder.state_changed(pystate.in_source(label, source, ()), was, now)
 
 
 class Copies:
@@ -180,5 +179,5 @@ for default argument arrays."""
                 cell.cell_contents = unwrap(value)
                 recorder.set_fallback(REBOUND.format("a captured closure array"), None)
         for cell, name, before in self.plain_cells:
-            read = pystate.cell(cell)
-            _check_state(recorder, read, f"closure {name}", before, read())
+            source = ("cell", cell)
+            _check_state(recorder, source, f"closure {name}", before, pystate.source_root(source))

@@ -13,7 +13,6 @@ signature runs eagerly for good.
 from __future__ import annotations
 
 import enum
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,13 +120,15 @@ def path_text(path: tuple) -> str:
 class Watch:
     """Where a value the body changed lives, read again before each replay: ``read(leaves,
     owner)`` gives it now (or ABSENT) from the call's argument leaves and the compiled bound
-    method's object. ``shared``: the function's own state (a global, a closure, a class or
-    function attribute), which every signature reads; else a path from one argument, so that
-    it reads the object of the call at hand, and keeps none alive."""
+    method's object, so that an argument's state is read from the object of the call at hand
+    and none is kept alive. ``key``: the place, whatever the label. ``copied``: it reads an
+    argument, which ``explain`` traces a copy of. ``read`` None: a place that cannot be read
+    again (an attribute of a static argument, which the cache key compares by value)."""
 
     label: str
     read: object
-    shared: bool = False
+    key: tuple
+    copied: bool = False
 
 
 def get_attribute(obj, name: str):
@@ -147,45 +148,51 @@ def get_path(container, path: tuple):
     return container
 
 
-def attribute(obj, name: str):
-    return lambda leaves, owner: get_attribute(obj, name)
+def walk(target, steps: tuple):
+    """Follows ("attr", name) and ("item", key) steps; ABSENT where one does not lead on."""
+    for step, key in steps:
+        if target is ABSENT:
+            break
+        target = get_attribute(target, key) if step == "attr" else get_path(target, (key,))
+    return target
 
 
-def item(container, path: tuple):
-    return lambda leaves, owner: get_path(container, path)
-
-
-def cell(cell_):
-    def read(leaves=(), owner=None):
+def source_root(source):
+    """The object a capture source names now: a global's value, a cell's, an object."""
+    kind = source[0]
+    if kind == "global":
+        return source[1].get(source[2], ABSENT)
+    if kind == "cell":
         try:
-            return cell_.cell_contents
+            return source[1].cell_contents
         except ValueError:
             return ABSENT
-    return read
+    return source[1]
 
 
-def held(obj, name: str, path: tuple = ()):
-    """Reads ``obj.name`` (then ``path``) through a weak reference where the object takes one
-    (a static argument: the watch must not keep it, and its signature, alive)."""
-    try:
-        ref = weakref.ref(obj)
-    except TypeError:
-        return lambda leaves, owner: get_path(get_attribute(obj, name), path)
+def in_source(label: str, source, steps: tuple) -> Watch:
+    """A place below a global, closure cell or object (``STATE["step"]``, ``CFG.inner.t``),
+    found again from the global's current value."""
+    read = (lambda leaves, owner: walk(source_root(source), steps))
+    return Watch(label, read, (source[0], id(source[1]), *source[2:], steps))
 
+
+def in_object(label: str, obj, steps: tuple) -> Watch:
+    """A place below an object the function holds (a class, a function's ``__dict__``)."""
+    return Watch(label, lambda leaves, owner: walk(obj, steps), ("object", id(obj), steps))
+
+
+def in_argument(label: str, leaf, steps: tuple) -> Watch:
+    """A place ``steps`` below argument leaf ``leaf`` (None: the bound method's object), as
+    ``entries._rebind_targets`` finds attribute rebindings."""
     def read(leaves, owner):
-        target = ref()
-        return ABSENT if target is None else get_path(get_attribute(target, name), path)
-    return read
+        return walk(owner if leaf is None else leaves[leaf], steps)
+    return Watch(label, read, ("argument", leaf, steps), copied=leaf is not None)
 
 
-def argument(leaf, steps: tuple, name: str, path: tuple = ()):
-    """Reads ``.name`` (then the items ``path``) of the object ``steps`` below argument leaf
-    ``leaf`` (None: the bound method's object), as ``entries._rebind_targets`` finds it."""
-    def read(leaves, owner):
-        target = owner if leaf is None else leaves[leaf]
-        for step, key in steps:
-            target = get_attribute(target, key) if step == "attr" else get_path(target, (key,))
-            if target is ABSENT:
-                return ABSENT
-        return get_path(get_attribute(target, name), path)
-    return read
+def unwatched(label: str) -> Watch:
+    return Watch(label, None, ("unwatched", label))
+
+
+def steps_of(name: str, path: tuple = ()) -> tuple:
+    return (("attr", name), *(("item", key) for key in path))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import pystate
-from .captures import MAX_DEPTH, slot_items, slot_names
+from .captures import MAX_DEPTH, method_owner, slot_items, slot_names
 from .context import unwrap
 from .loc import classify
 from .pytree import TreeDef, flatten, is_traced_leaf
@@ -75,7 +75,7 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
     """``names``: the parameter name of each leaf (``self``, ``model``), for messages."""
     roots = [(i, leaf, names[i] if i < len(names) else f"argument {i}")
              for i, leaf in enumerate(leaves) if _object(leaf)]
-    owner = getattr(fn, "__self__", None)
+    owner = method_owner(fn)
     if owner is not None and _object(owner):
         roots.append((None, owner, "self"))
     if isinstance(fn, functools.partial):   # static_argnames objects, partial-bound ones
@@ -156,11 +156,12 @@ def _check_plain_items(recorder, snap, name: str, container) -> None:
 def _watch(snap, name: str, path: tuple = ()) -> pystate.Watch:
     """Where ``snap.obj.name`` (then its items ``path``) is read again before a replay."""
     label = f"{snap.label}.{name}{pystate.path_text(path)}"
+    steps = pystate.steps_of(name, path)
     if snap.leaf == -1:   # a class: the function's own state
-        return pystate.Watch(label, pystate.item(vars(snap.obj), (name, *path)), shared=True)
-    if snap.leaf == STATIC:   # in the cache key: the same object for the signature
-        return pystate.Watch(label, pystate.held(snap.obj, name, path))
-    return pystate.Watch(label, pystate.argument(snap.leaf, snap.steps, name, path))
+        return pystate.in_object(label, snap.obj, steps)
+    if snap.leaf == STATIC:   # the cache key compares it by value: another object may come
+        return pystate.unwatched(label)
+    return pystate.in_argument(label, snap.leaf, (*snap.steps, *steps))
 
 
 def has_traced(value) -> bool:

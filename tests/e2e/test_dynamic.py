@@ -906,3 +906,112 @@ def test_a_counter_on_arguments_dropped_keeps_nothing_alive():
 def _bumped(opt):
     opt.t += 1
     return opt.t
+
+
+class Ready:
+    def __init__(self):
+        self.ready, self.t = False, 0
+
+
+def test_state_one_signature_set_is_checked_by_signatures_compiled_before():
+    # The shape-(3,) path compiled while ready was False; a call of shape (2,) set it.
+    def body(m, x):
+        if x.sum() > 0 and not m.ready:
+            m.ready = True
+        return x + (1.0 if m.ready else 0.0)
+
+    compiled, eager_state, state = fusejit.compile(body), Ready(), Ready()
+    for x in (-np.ones(3), -np.ones(3), np.ones(2), np.ones(2), -np.ones(3), -np.ones(3)):
+        assert_same(body(eager_state, x), compiled(state, x))
+
+
+class Momentum:
+    def __init__(self):
+        self.m, self.t = np.zeros(3), 0
+
+    def step(self, g, scale):
+        self.m *= 0.9
+        self.m += g * scale
+        return self.m.sum()
+
+    def counted(self, g, scale):
+        self.t += 1
+        return g * scale * 0.5 ** self.t
+
+
+def test_a_bound_method_with_static_arguments_compiles():
+    # The partial binding the static arguments hid the method's object: its arrays were
+    # read as plain ones (eager), and its Python state was not watched (frozen t).
+    eager, model = Momentum(), Momentum()
+    compiled = fusejit.compile(model.step, static_argnames=("scale",))
+    counted = fusejit.compile(model.counted, static_argnames=("scale",))
+    for _ in range(4):
+        assert_same(eager.step(np.ones(3), 2), compiled(np.ones(3), 2))
+        assert_same(eager.m, model.m)
+        assert_same(eager.counted(np.ones(3), 2), counted(np.ones(3), 2))
+        assert model.t == eager.t
+    assert compiled.cache_info()["hits"] == 3
+
+
+def test_a_static_argument_equal_to_another_is_not_read_for_it():
+    class Opt:
+        def __init__(self):
+            self.built = False
+
+        def __eq__(self, other):
+            return isinstance(other, Opt)
+
+        def __hash__(self):
+            return 0
+
+    def build_once(x, opt):
+        if not opt.built:
+            opt.built = True
+            return x * 0
+        return x * 2
+
+    compiled, first = fusejit.compile(build_once, static_argnames=("opt",)), Opt()
+    for _ in range(3):
+        compiled(np.ones(3), opt=first)
+    second = Opt()
+    assert_same(np.zeros(3), compiled(np.ones(3), opt=second))
+    assert second.built
+
+
+STATE_OF_GLOBAL = {"built": False}
+
+
+def test_state_in_a_global_container_is_read_through_the_global():
+    def build_once(x):
+        if not STATE_OF_GLOBAL["built"]:
+            STATE_OF_GLOBAL["built"] = True
+            return x * 0
+        return x * 2
+
+    global STATE_OF_GLOBAL
+    compiled = fusejit.compile(build_once)
+    for _ in range(3):
+        compiled(np.ones(2))
+    STATE_OF_GLOBAL = {"built": False}       # a new dict, not the one traced
+    assert_same(np.zeros(2), compiled(np.ones(2)))
+    assert STATE_OF_GLOBAL["built"]
+
+
+def test_two_classes_of_one_name_are_two_places():
+    def make():
+        class Layer:
+            ready = False
+        return Layer
+
+    def body(m, x):
+        if x.sum() > 0 and not type(m).ready:
+            type(m).ready = True
+        return x + (1.0 if type(m).ready else 0.0)
+
+    compiled, first, second = fusejit.compile(body), make(), make()
+    compiled(first(), np.ones(2))
+    later = second()
+    compiled(later, -np.ones(2))
+    compiled(later, -np.ones(2))
+    compiled(second(), np.ones(2))
+    assert_same(np.zeros(2), compiled(later, -np.ones(2)))
