@@ -15,7 +15,8 @@ import weakref
 from .. import config, fperrors
 from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
-from ..tracer import flatten, trace
+from ..tracer import flatten, pystate, trace
+from ..tracer.captures import method_owner
 from ..tracer.returned_containers import fill
 from .deferred_writes import written_inputs
 from .device import copy_into, host_copies, to_device
@@ -291,7 +292,7 @@ class CompiledFunction:
         tree = self._entries.get(key)
         if tree is None:
             self._churn.new_key(key)
-            tree = self._entries[key] = TraceTree(owner=getattr(self.fn, "__self__", None))
+            tree = self._entries[key] = TraceTree(owner=method_owner(self.fn))
             tree.pins = pin(self._entries, key, self._by_identity(key, leaves, args, kwargs))
         return tree
 
@@ -361,11 +362,10 @@ class CompiledFunction:
             return
         self._stats["kernels_compiled"] += counts["compiled"]
         self._stats["kernels_reused"] += counts["reused"]
-        owner = getattr(self.fn, "__self__", None)
-        tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
+        owner = method_owner(self.fn)
         if not tree.watch:   # the values this trace left, read again before each replay
-            tree.watch = tuple((watch, watch.read(leaves, owner))
-                               for watch in self._watches.values())
+            tree.watch = _watched(self._watches.values(), recorded.leaf_names, leaves, owner)
+        tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
         tree.fills = tree.fills or recorded.returns_containers
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
@@ -458,6 +458,22 @@ class _Static:
 
     def __eq__(self, other):
         return isinstance(other, _Static) and self._key == other._key
+
+
+def _watched(watches, names, leaves, owner) -> tuple:
+    """(Watch, its root's leaf index: -1 the owner, None none; its value now) for the watches
+    that apply to this signature: an argument watch whose root this signature has none of
+    (another pytree layout) reads nothing here."""
+    index = {name: i for i, name in reversed(list(enumerate(names)))}
+    found = []
+    for watch in watches:
+        at = None if watch.root is None else -1 if watch.root == pystate.OWNER else \
+            index.get(watch.root)
+        if watch.root is not None and at is None:
+            continue
+        root = None if at is None else owner if at < 0 else leaves[at]
+        found.append((watch, at, watch.read(root)))
+    return tuple(found)
 
 
 def _captures_changed(path, recorded) -> bool:

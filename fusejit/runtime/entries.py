@@ -133,16 +133,16 @@ class TraceTree:
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
     # Python state a trace changed (tracer/pystate.py, ``Fallback.retry``): why, whether a
-    # call's own trace did (a second change runs eagerly), and each place a trace of the
-    # function changed with the value the compiling trace left, checked before every replay
+    # call's own trace did (a second change runs eagerly), and (Watch, its root's leaf index
+    # here: -1 the owner, None none, value the compiling trace left) for each place a trace
+    # of the function changed, checked before every replay
     retried: str = ""
     consumed: bool = False
     watch: tuple = ()
     owner: object = None   # fn.__self__ of a compiled bound method (the watches read it)
 
     def run(self, leaves):
-        if self.watch and not all(pystate.same(value, watch.read(leaves, self.owner))
-                                  for watch, value in self.watch):
+        if self.watch and not self._state_holds(leaves):
             return STATE_MOVED
         for path in self.paths:
             try:
@@ -162,6 +162,14 @@ class TraceTree:
                 self.replay_errors += 1
                 self.last_replay_error = _one_line(exc)
         return MISS
+
+    def _state_holds(self, leaves) -> bool:
+        """The Python state a trace changed is as the compiling trace left it."""
+        for watch, index, value in self.watch:
+            root = None if index is None else self.owner if index < 0 else leaves[index]
+            if not pystate.same(value, watch.read(root)):
+                return False
+        return True
 
     def _drop(self, path: CompiledEntry, exc: Exception, reason: str) -> None:
         """A path that cannot run (its kernel does not compile, or replaying it hits a fusejit

@@ -84,6 +84,7 @@ class Trace:
     attr_writes: tuple[AttrWrite, ...] = ()  # attribute rebindings replayed after each call
     returns_containers: bool = False        # the caller's containers fill markers in results
     watches: tuple = ()   # pystate.Watch: plain Python state the body changed (Fallback.retry)
+    leaf_names: tuple = ()  # each argument leaf's name (pystate.Watch.root)
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -146,7 +147,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     leaves, treedef = flatten((tuple(args), dict(kwargs)))
     hints = _arg_hints(fn, args, kwargs)
     name = name or getattr(fn, "__name__", "fn")
-    recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves)
+    recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves, leaf_names=hints)
     proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
     proxy_args, proxy_kwargs = share_repeated(args, kwargs, *unflatten(
         treedef, [proxies.get(i, leaf) for i, leaf in enumerate(leaves)]))

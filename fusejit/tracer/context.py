@@ -103,6 +103,7 @@ class Recorder:
     audited: dict = field(default_factory=dict)   # id(ndarray) -> (array, name, checksum)
     #                                               when the trace began (``audit.start``)
     watches: list = field(default_factory=list)   # pystate.Watch: plain state the body changed
+    leaf_names: list = field(default_factory=list)   # each argument leaf's name (Watch.root)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -273,7 +274,9 @@ class Recorder:
         """Run the signature eagerly; ``loc`` is the user's line (by default the line being
         traced; None when no line is known, such as a side effect found after the body).
         ``retry``: Python state the body changed; the next call traces once more."""
-        if self.fallback is None or (self.fallback.retry and not retry):
+        if self.fallback is None or (retry and not self.fallback.retry):
+            # a retry outranks the rest: a call that builds a model (``if self.w is None``)
+            # may do what its later calls do not
             self.fallback = Fallback(reason, current_loc() if loc is HERE else loc, retry)
 
     def state_changed(self, watch, old, new) -> None:

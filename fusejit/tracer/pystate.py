@@ -56,10 +56,13 @@ def changed(old, new) -> bool:
 
 
 def new_buffer(old, new) -> bool:
-    """A plain value (``None``) or nothing rebound to an array made in the body: ``if self.buf
-    is None: self.buf = np.zeros(n)`` runs once, and a replay of that path would make it on
-    every call."""
-    return type(new) is np.ndarray and (old is ABSENT or is_plain(old))
+    """A plain value (``None``) or nothing rebound to an array made in the body, or an array
+    to a plain value: ``if self.buf is None: self.buf = np.zeros(n)`` runs once, and a replay
+    of that path would make it on every call; ``self.pending = None`` after adding it would
+    leave it there."""
+    if type(new) is np.ndarray:
+        return old is ABSENT or is_plain(old)
+    return type(old) is np.ndarray and is_plain(new)
 
 
 def same(expected, current) -> bool:
@@ -116,19 +119,28 @@ def path_text(path: tuple) -> str:
     return "".join(f"[{key!r}]" for key in path)
 
 
+OWNER = "<self>"   # ``Watch.root`` of the compiled bound method's object
+
+
 @dataclass(frozen=True)
 class Watch:
-    """Where a value the body changed lives, read again before each replay: ``read(leaves,
-    owner)`` gives it now (or ABSENT) from the call's argument leaves and the compiled bound
-    method's object, so that an argument's state is read from the object of the call at hand
-    and none is kept alive. ``key``: the place, whatever the label. ``copied``: it reads an
-    argument, which ``explain`` traces a copy of. ``read`` None: a place that cannot be read
-    again (an attribute of a static argument, which the cache key compares by value)."""
+    """Where a value the body changed lives, read again before each replay: ``read(root)``
+    gives it now (or ABSENT). ``root``: the argument it is below, by its name and pytree path
+    (``model``, ``opts.1``; each signature finds its own leaf of that name), or ``OWNER``; then
+    ``read`` takes that object of the call at hand, and none is kept alive. None: a global,
+    cell, class or function the watch reads by itself. ``key``: the place, whatever the
+    label. ``read`` None: a place that cannot be read again (an attribute of a static
+    argument, which the cache key compares by value)."""
 
     label: str
     read: object
     key: tuple
-    copied: bool = False
+    root: str | None = None
+
+    @property
+    def copied(self) -> bool:
+        """It reads an argument, which ``explain`` traces a copy of."""
+        return self.root is not None and self.root != OWNER
 
 
 def get_attribute(obj, name: str):
@@ -173,21 +185,18 @@ def source_root(source):
 def in_source(label: str, source, steps: tuple) -> Watch:
     """A place below a global, closure cell or object (``STATE["step"]``, ``CFG.inner.t``),
     found again from the global's current value."""
-    read = (lambda leaves, owner: walk(source_root(source), steps))
+    read = (lambda root: walk(source_root(source), steps))
     return Watch(label, read, (source[0], id(source[1]), *source[2:], steps))
 
 
 def in_object(label: str, obj, steps: tuple) -> Watch:
     """A place below an object the function holds (a class, a function's ``__dict__``)."""
-    return Watch(label, lambda leaves, owner: walk(obj, steps), ("object", id(obj), steps))
+    return Watch(label, lambda root: walk(obj, steps), ("object", id(obj), steps))
 
 
-def in_argument(label: str, leaf, steps: tuple) -> Watch:
-    """A place ``steps`` below argument leaf ``leaf`` (None: the bound method's object), as
-    ``entries._rebind_targets`` finds attribute rebindings."""
-    def read(leaves, owner):
-        return walk(owner if leaf is None else leaves[leaf], steps)
-    return Watch(label, read, ("argument", leaf, steps), copied=leaf is not None)
+def in_argument(label: str, root: str, steps: tuple) -> Watch:
+    """A place ``steps`` below the argument named ``root`` (or ``OWNER``)."""
+    return Watch(label, lambda obj: walk(obj, steps), ("argument", root, steps), root)
 
 
 def unwatched(label: str) -> Watch:

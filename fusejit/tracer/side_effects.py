@@ -64,6 +64,7 @@ class Snapshot:
     lists: dict               # attribute name -> the items of the list or dict it held
     label: str
     plain: dict = None        # attribute name -> its list's or dict's plain values (pystate)
+    root: str | None = None   # the argument's name (pystate.Watch.root)
 
 
 def watchable(obj) -> bool:
@@ -77,7 +78,7 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
              for i, leaf in enumerate(leaves) if _object(leaf)]
     owner = method_owner(fn)
     if owner is not None and _object(owner):
-        roots.append((None, owner, "self"))
+        roots.append((None, owner, "self"))   # its watches' root: pystate.OWNER
     if isinstance(fn, functools.partial):   # static_argnames objects, partial-bound ones
         roots += [(STATIC, value, name) for name, value in fn.keywords.items() if _object(value)]
         roots += [(STATIC, value, f"partial argument {i}") for i, value in enumerate(fn.args)
@@ -85,7 +86,10 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
     snaps: list[Snapshot] = []
     seen: set[int] = set()
     for index, obj, label in roots:
+        first = len(snaps)
         _walk(obj, index, (), label, _WATCH_DEPTH, snaps, seen)
+        for snap in snaps[first:]:
+            snap.root = pystate.OWNER if index is None else label
     classes = {id(type(s.obj)): type(s.obj) for s in snaps if _user_object(s.obj)}
     for cls in classes.values():
         attrs = dict(vars(cls))
@@ -161,7 +165,7 @@ def _watch(snap, name: str, path: tuple = ()) -> pystate.Watch:
         return pystate.in_object(label, snap.obj, steps)
     if snap.leaf == STATIC:   # the cache key compares it by value: another object may come
         return pystate.unwatched(label)
-    return pystate.in_argument(label, snap.leaf, (*snap.steps, *steps))
+    return pystate.in_argument(label, snap.root, (*snap.steps, *steps))
 
 
 def has_traced(value) -> bool:

@@ -1,6 +1,7 @@
 """Dynamic Python never gives a wrong answer: guards, trace trees, host ops, fallbacks."""
 import copy
 import dataclasses
+import functools
 import gc
 import weakref
 
@@ -1015,3 +1016,102 @@ def test_two_classes_of_one_name_are_two_places():
     compiled(later, -np.ones(2))
     compiled(second(), np.ones(2))
     assert_same(np.zeros(2), compiled(later, -np.ones(2)))
+
+
+def test_state_below_an_argument_is_found_in_every_pytree_layout():
+    # The watch read leaf 2 in every signature: with three arrays before the model that is
+    # an array, so the 3-array signature never saw scale move (and a 1-array call crashed).
+    def body(xs, m):
+        out = sum(xs) * m.scale
+        if len(xs) == 2:
+            m.scale = m.scale + 1
+        return out
+
+    compiled, eager_state, state, a = fusejit.compile(body), Ready(), Ready(), np.ones(2)
+    eager_state.scale = state.scale = 1
+    for xs in ([a, a], [a, a], [a, a, a], [a, a, a], [a, a], [a, a, a], [a], [a, a, a]):
+        assert_same(body(xs, eager_state), compiled(xs, state))
+        assert state.scale == eager_state.scale
+
+
+def test_state_of_a_partial_of_a_bound_method_is_watched():
+    class Model:
+        def __init__(self):
+            self.scale = 1
+
+        def forward(self, x, k):
+            out = x * self.scale * k
+            if x.shape[0] == 2:
+                self.scale = self.scale + 1
+            return out
+
+    eager, model = Model(), Model()
+    compiled = fusejit.compile(functools.partial(model.forward, k=1.0))
+    for n in (2, 2, 3, 3, 2, 3, 3):
+        assert_same(eager.forward(np.ones(n), 1.0), compiled(np.ones(n)))
+        assert model.scale == eager.scale
+
+
+def test_an_array_set_back_to_none_is_state():
+    class Pending:
+        def __init__(self):
+            self.pending = None
+
+    def body(m, x):
+        if m.pending is not None:
+            x = x + m.pending
+            m.pending = None
+        return x * 2
+
+    compiled, eager_state, state = fusejit.compile(body), Pending(), Pending()
+    for i in range(9):
+        if i % 3 == 0:
+            eager_state.pending, state.pending = np.full(2, float(i)), np.full(2, float(i))
+        assert_same(body(eager_state, np.ones(2)), compiled(state, np.ones(2)))
+        assert (state.pending is None) == (eager_state.pending is None)
+
+
+class LazyDense:
+    def __init__(self, n):
+        self.n, self.w, self.built = n, None, False
+
+    def __call__(self, x):
+        if not self.built:
+            self.w, self.built = np.full((x.shape[1], self.n), 0.1), True
+        return np.tanh(x @ self.w)
+
+
+class LazyAdam:
+    def __init__(self):
+        self.m, self.t = None, np.zeros((), np.int64)
+
+    def step(self, w, g):
+        if self.m is None:
+            self.m = np.zeros_like(w)
+        self.t += 1
+        self.m = 0.9 * self.m + 0.1 * g
+        w -= 0.01 * self.m / (1 - 0.9 ** self.t)
+
+
+def _train(layers, opt, x):
+    for layer in layers:
+        x = layer(x)
+    loss = (x ** 2).mean()
+    opt.step(layers[0].w, np.ones_like(layers[0].w) * loss)
+    return loss
+
+
+def test_a_model_built_on_its_first_call_compiles_from_the_second():
+    # The build path also made a fallback of its own (NumPy code after a traced write into
+    # the weights it had just made): that outranked the state change, and the first shape
+    # ran eagerly for good.
+    compiled = fusejit.compile(_train)
+    runs = []
+    for train in (_train, compiled):
+        layers, opt, losses = [LazyDense(4), LazyDense(3)], LazyAdam(), []
+        for n in (2, 2, 3, 3, 2, 3):
+            losses.append(train(layers, opt, np.linspace(0, 1, n * 5).reshape(n, 5)))
+        runs.append((losses, layers[0].w, opt.t))
+    for want, got in zip(*runs, strict=True):
+        assert_same(np.asarray(want), np.asarray(got))
+    assert compiled.cache_info()["eager_calls"] == 0
