@@ -340,10 +340,9 @@ class CompiledFunction:
         if fallback is not None and fallback.retry and \
                 self._traces_again(tree, recorded, on_copies):
             return
-        if recorded.fallback is not None:
-            log.info("%s: this signature runs eagerly: %s", self.__qualname__,
-                     recorded.fallback.reason)
-            tree.eager = EagerEntry(recorded.fallback.reason, recorded.fallback.loc)
+        if fallback is not None:
+            log.info("%s: this signature runs eagerly: %s", self.__qualname__, fallback.reason)
+            tree.eager = EagerEntry(fallback.reason, fallback.loc)
             return
         stale = [p for p in tree.paths if _captures_changed(p, recorded)]
         tree.paths = [p for p in tree.paths if p not in stale]

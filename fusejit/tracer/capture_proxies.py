@@ -106,12 +106,13 @@ class _Swaps:
                 else:
                     self.swap(item, _below(where, step, key), depth - 1, again)
 
-    def watch(self, slots, text: str) -> None:
+    def watch(self, func, text: str) -> None:
         """Attributes of a function the body calls (``helper.calls += 1``): checked like
         those of an object reached from a global."""
+        slots = func.__dict__
         if id(slots) not in self.plain:
             self.shared.append(slots)
-            self.plain[id(slots)] = (text, "attr", _plain(slots), None)
+            self.plain[id(slots)] = (text, "attr", _plain(slots), (("object", func), (), text))
 
     def _slots_of(self, value, again: bool) -> list[tuple[object, str]]:
         """(slots, step) pairs whose arrays ``value`` holds: a list's or dict's items, an
@@ -162,8 +163,7 @@ class _Swaps:
         if found is not None:
             (key,), old, new = found
             label = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
-            watch = pystate.in_object(label, slots, (("item", key),)) if where is None else \
-                pystate.in_source(label, where[0], (*where[1], (step, key)))
+            watch = pystate.in_source(label, where[0], (*where[1], (step, key)))
             self.recorder.state_changed(watch, old, new)
 
 
@@ -275,8 +275,9 @@ def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
     swaps = _Swaps(recorder)
     result = Plan(fn, swaps, Copies(swaps))
     if isinstance(fn, functools.partial) and type(_unbound(fn.func)) is types.FunctionType:
-        swaps.names = code_names(_unbound(fn.func).__code__)   # static_argnames: a partial
-        args = [_bound(swaps, value, i) for i, value in enumerate(fn.args)]   # of the method
+        # a function's bound arguments, or a compiled method's static ones
+        swaps.names = code_names(_unbound(fn.func).__code__)
+        args = [_bound(swaps, value, i) for i, value in enumerate(fn.args)]
         keywords = {k: _bound(swaps, value, k) for k, value in fn.keywords.items()}
         func = result.copies.function(_unbound(fn.func))
         if isinstance(fn.func, types.MethodType):

@@ -132,7 +132,7 @@ for default argument arrays."""
         copy.__kwdefaults__, copy.__qualname__ = self._kwdefaults(func), func.__qualname__
         copy.__module__, copy.__annotations__ = func.__module__, func.__annotations__
         copy.__dict__ = func.__dict__   # ``helper.calls += 1`` is the function's own
-        self.swaps.watch(func.__dict__, f"function {func.__qualname__}")
+        self.swaps.watch(func, f"function {func.__qualname__}")
         self.functions[id(func)] = copy
         return copy
 

@@ -4,11 +4,11 @@ A replay runs no Python: it neither makes such a change nor reads the new value 
 step's ``1 - b1 ** self.t`` would stay the first step's). The tracer compares the plain values
 (numbers, bools, strings, None, enums and tuples of them) that the body can reach through its
 argument objects, globals and closures before and after the body; a change makes that call's
-trace run no program, and the next call traces again (``Fallback.retry``). A flag set once
-(``self.built = True``) does not change then, and that trace compiles, with the values it left
-checked before each replay (``Watch``): where another call moved them (``self.last_batch =
-len(x)`` under another signature), that call runs eagerly. A counter changes again, and the
-signature runs eagerly for good.
+trace run no program, every signature's paths go, and the next call traces again
+(``Fallback.retry``). A flag set once (``self.built = True``) does not change then, and that
+trace compiles, with the values it left checked before each replay (``Watch``): where another
+call moved them (``self.last_batch = len(x)`` under another signature), that call runs
+eagerly. A counter changes again, and the signature runs eagerly for good.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def changed(old, new) -> bool:
     return is_plain(new) and not equal(old, new)
 
 
-def new_buffer(old, new) -> bool:
+def buffer_changed(old, new) -> bool:
     """A plain value (``None``) or nothing rebound to an array made in the body, or an array
     to a plain value: ``if self.buf is None: self.buf = np.zeros(n)`` runs once, and a replay
     of that path would make it on every call; ``self.pending = None`` after adding it would
@@ -183,15 +183,11 @@ def source_root(source):
 
 
 def in_source(label: str, source, steps: tuple) -> Watch:
-    """A place below a global, closure cell or object (``STATE["step"]``, ``CFG.inner.t``),
-    found again from the global's current value."""
+    """A place below a global, closure cell or object the function holds (``STATE["step"]``,
+    ``CFG.inner.t``, a class, a helper function), found again from the global's current
+    value."""
     read = (lambda root: walk(source_root(source), steps))
     return Watch(label, read, (source[0], id(source[1]), *source[2:], steps))
-
-
-def in_object(label: str, obj, steps: tuple) -> Watch:
-    """A place below an object the function holds (a class, a function's ``__dict__``)."""
-    return Watch(label, lambda root: walk(obj, steps), ("object", id(obj), steps))
 
 
 def in_argument(label: str, root: str, steps: tuple) -> Watch:

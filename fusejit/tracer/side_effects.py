@@ -18,9 +18,9 @@ has its items noted too. After recording:
   its class's own code (a custom ``__setattr__``, a property setter), which a replay would
   not run; a deleted attribute.
 
-Either way the objects are left holding concrete values, never proxies. Rebinding to new
-untraced values (``self.steps += 1``, ``if self.buf is None: self.buf = np.zeros(n)``) is a
-Python side effect that happens only while tracing.
+Either way the objects are left holding concrete values, never proxies. Plain Python values
+the body changes (``self.steps += 1``, ``if self.buf is None: self.buf = np.zeros(n)``, in
+list and dict attributes too) are ``pystate``'s: the next call traces again.
 """
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def _watch(snap, name: str, path: tuple = ()) -> pystate.Watch:
     label = f"{snap.label}.{name}{pystate.path_text(path)}"
     steps = pystate.steps_of(name, path)
     if snap.leaf == -1:   # a class: the function's own state
-        return pystate.in_object(label, snap.obj, steps)
+        return pystate.in_source(label, ("object", snap.obj), steps)
     if snap.leaf == STATIC:   # the cache key compares it by value: another object may come
         return pystate.unwatched(label)
     return pystate.in_argument(label, snap.root, (*snap.steps, *steps))
@@ -221,7 +221,7 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
     before = pystate.ABSENT if old is _MISSING else old
     if not has_traced(value) and not any(id(x) in known for x in leaves):
         # ``self.t += 1``; a buffer made once: ``if self.buf is None: self.buf = np.zeros(n)``
-        if pystate.changed(before, value) or pystate.new_buffer(before, value):
+        if pystate.changed(before, value) or pystate.buffer_changed(before, value):
             recorder.state_changed(_watch(snap, name), before, value)
         return None
     _store(snap.obj, name, unwrap(value))
