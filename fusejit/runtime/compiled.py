@@ -113,6 +113,27 @@ def _check_static_argnames(names, signature, qualname) -> None:
         if name not in params and not open_kwargs:
             raise ValueError(f"static_argnames names {name!r}, which is not a parameter of "
                              f"{qualname}{signature}")
+        _check_bindable_by_keyword(name, params, signature, qualname)
+
+
+def _check_bindable_by_keyword(name, params, signature, qualname) -> None:
+    """A static argument is bound by keyword (``functools.partial(fn, name=value)``): a
+    positional-only parameter, or one before ``*args``, cannot be."""
+    kinds = [p.kind for p in params.values()]
+    param = params.get(name)
+    if param is None:
+        return
+    if param.kind is param.POSITIONAL_ONLY:
+        where = "is positional-only"
+    elif param.kind is param.POSITIONAL_OR_KEYWORD and param.VAR_POSITIONAL in kinds:
+        where = "comes before *" + next(p.name for p in params.values()
+                                        if p.kind is p.VAR_POSITIONAL)
+    else:
+        return
+    raise UnsupportedError(
+        f"static_argnames names {name!r}, which {where} in {qualname}{signature}: fusejit "
+        f"binds static arguments by keyword, which Python does not allow there; make "
+        f"{name!r} keyword-only (after *args, or after a bare *)")
 
 
 def _resolve_target(target: str) -> str:

@@ -84,6 +84,33 @@ def test_bad_options_are_refused_when_decorating(options, error, message):
         fusejit.compile(**options)(_scaled)
 
 
+def _scaled_sum(x, n, *rest):
+    return (x + sum(rest)) * n
+
+
+def _scaled_first(x, n, /, y):
+    return x * n + y
+
+
+def _scaled_last(x, *rest, n):
+    return (x + sum(rest)) * n
+
+
+@pytest.mark.parametrize("fn, where", [(_scaled_sum, "comes before [*]rest"),
+                                       (_scaled_first, "is positional-only")])
+def test_a_static_argument_python_cannot_bind_by_keyword_is_refused_when_compiling(fn, where):
+    # It used to compile and fail on each call with Python's TypeError about 'rest' or 'n'.
+    with pytest.raises(fusejit.UnsupportedError, match=f"'n', which {where}.*keyword-only"):
+        fusejit.compile(fn, static_argnames="n")
+
+
+def test_a_keyword_only_static_argument_after_star_args_compiles():
+    scaled = fusejit.compile(_scaled_last, static_argnames="n")
+    x = np.arange(3.0)
+    for n in (2, 3, 2):
+        assert_same(_scaled_last(x, x, x, n=n), scaled(x, x, x, n=n))
+
+
 def test_one_static_argname_may_be_a_string_and_any_name_goes_with_kwargs():
     scaled = fusejit.compile(_scaled, static_argnames="n")
     x = np.arange(3.0)
