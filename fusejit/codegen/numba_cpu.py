@@ -155,8 +155,9 @@ def _loop_lines(emitter: _Emitter, chunked: bool = False) -> list[str]:
     per_row: list[str] = []
     for number in range(plan.passes):
         per_row += emitter.pass_lines(number)
-    if emitter.scratch:
-        return emitter.blocked_nest(plan.kept_dims, emitter.scratch_allocations(), per_row)
+    allocations = emitter.scratch_allocations()
+    if allocations:
+        return emitter.blocked_nest(plan.kept_dims, allocations, per_row)
     return emitter.nest(plan.kept_dims, per_row, first=True)
 
 
@@ -186,6 +187,7 @@ class _Emitter:
                 self.names[var] = f"v{index}" if len(node.outputs) == 1 else f"v{index}_{k}"
         self.acc_names = {node: f"acc{k}" for k, node in enumerate(plan.reduces)}
         self.scratch: dict[Var, int] = {}   # costly inner value -> the pass that stores it
+        self.scratch_out: dict[Var, int] = {}   # scratch value -> the output row that holds it
 
     # -- scratch rows -------------------------------------------------------------------------
     def plan_scratch(self) -> None:
@@ -219,11 +221,52 @@ class _Emitter:
         order = {node.out: index for index, node in enumerate(self.body.nodes)
                  if len(node.outputs) == 1}
         self.scratch = dict(sorted(self.scratch.items(), key=lambda item: order[item[0]]))
+        self.scratch_out = self._scratch_outputs()
+
+    def _scratch_outputs(self) -> dict[Var, int]:
+        """Scratch values kept in an output's row instead of a scratch row: an output of the
+        value's dtype over the whole space, stored only by the last pass, holds the value from
+        the pass that computes it until the last pass reads it back and overwrites it at the
+        same index (softmax's exp in the output row it is divided into: no scratch row to
+        allocate and keep in cache; measured 10-20% faster at 4096x1024). An output written over
+        an input qualifies only if no later pass reads that input."""
+        plan, last = self.plan, self.plan.passes - 1
+        if plan.zero_d:
+            return {}
+        free = [k for k in self.inner_outputs(last)
+                if self.body.outputs[k].type.shape == tuple(plan.space_shape)]
+        chosen: dict[Var, int] = {}
+        for var, stored_in in self.scratch.items():
+            for k in free:
+                if self.body.outputs[k].type.dtype != var.type.dtype:
+                    continue
+                if k in self.over and any(self.body.inputs[self.over[k]] in self._reads(number)
+                                          for number in range(stored_in + 1, plan.passes)):
+                    continue
+                chosen[var] = k
+                free.remove(k)
+                break
+        return chosen
+
+    def _reads(self, number: int) -> set:
+        """The values pass ``number``'s statements read (inputs and scratch values included)."""
+        stored = {var for var, stored_in in self.scratch.items() if stored_in < number}
+        wanted = self._wanted(number)
+        return wanted | {v for node in self._closure(wanted, stored) for v in node.inputs}
 
     def scratch_allocations(self) -> list[str]:
         dim = self.plan.reduced_dims[0]
         return [f"s_{self.names[var]} = np.empty(n{dim}, {literal_ctor(var.type.dtype)})"
-                for var in self.scratch]
+                for var in self.scratch if var not in self.scratch_out]
+
+    def scratch_ref(self, var: Var, shape, exprs, rows: dict[str, str]) -> str:
+        """Where ``var``'s scratch value lives at the current element: its scratch row, or
+        the output row holding it."""
+        k = self.scratch_out.get(var)
+        if k is None:
+            return f"s_{self.names[var]}[{exprs[self.inner_dim()]}]"
+        array = f"in{self.over[k]}" if k in self.over else f"out{k}"
+        return self.access(array, self.body.outputs[k].type.shape, shape, exprs, rows)
 
     def blocked_nest(self, dims, allocations, inner_lines) -> list[str]:
         """``nest`` with the first loop split into blocks of rows that share scratch rows."""
@@ -480,12 +523,13 @@ class _Emitter:
             access = self.access(f"in{j}", var.type.shape, shape, exprs, rows)
             lines.append(f"{INDENT}x{j} = {access}")
             self.names[var] = f"x{j}"
-        index = exprs[self.inner_dim()]
-        lines += [f"{INDENT}{self.names[var]} = s_{self.names[var]}[{index}]" for var in loaded]
+        lines += [f"{INDENT}{self.names[var]} = {self.scratch_ref(var, shape, exprs, rows)}"
+                  for var in loaded]
         for node in nodes:
             lines.append(f"{INDENT}{self.names[node.out]} = {self.scalar_expr(node)}")
         lines += self.count_beyond_range(nodes)
-        lines += [f"{INDENT}s_{self.names[var]}[{index}] = {self.names[var]}" for var in saved]
+        lines += [f"{INDENT}{self.scratch_ref(var, shape, exprs, rows)} = {self.names[var]}"
+                  for var in saved]
         for k in stores:
             var = self.body.outputs[k]
             array = f"in{self.over[k]}" if k in self.over else f"out{k}"

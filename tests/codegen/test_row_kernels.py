@@ -113,13 +113,15 @@ def test_row_kernel_source_makes_passes_over_each_row():
     assert source.count("for j1 in range(0, n1, 256):") == 4
     assert "rmaximum(acc0" in source and "radd(acc1_b" in source
     assert source.count("acc1 = acc1 + np.float64(acc1_b)") == 4
-    # exp once per element: stored in a scratch row in the sum pass, loaded in the divide pass
-    assert source.count("exp_f32(") == 4 and source.count("s_v2[i1] = v2") == 4
-    assert source.count("v2 = s_v2[i1]") == 4
+    # exp once per element: stored in the output's row in the sum pass, loaded back and
+    # divided over in the divide pass (row variants through the row, strided ones indexed)
+    assert source.count("exp_f32(") == 4 and "np.empty" not in source
+    assert source.count("r_out0[i1] = v2") == 2 and source.count("v2 = r_out0[i1]") == 2
+    assert source.count("out0[i0, i1] = v2") == 2 and source.count("v2 = out0[i0, i1]") == 2
 
 
-def softmax_kernel(shape, dtype):
-    compiled = fusejit.compile(softmax_model.softmax)
+def softmax_kernel(shape, dtype, fn=softmax_model.softmax):
+    compiled = fusejit.compile(fn)
     x = np.ones(shape, dtype)
     compiled(x)
     (node,) = [n for n in compiled.entry_for(x).paths[0].pipeline.graph.nodes
@@ -127,10 +129,18 @@ def softmax_kernel(shape, dtype):
     return build_kernel(node)
 
 
+def softmax_as_float64(x):
+    # the output's dtype is not exp's: the exp row needs a scratch row of its own
+    return softmax_model.softmax(x).astype(np.float64)
+
+
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
 @pytest.mark.parametrize("layout", ["contiguous", "strided"])
 @pytest.mark.parametrize("shape", [(13, 40), (5, 3, 17)], ids=["2d", "3d"])
-def test_scratch_rows_across_blocks_layouts_and_threads(shape, layout, parallel):
+@pytest.mark.parametrize("fn, kept_in", [(softmax_model.softmax, "the output row"),
+                                         (softmax_as_float64, "a scratch row")],
+                         ids=["out-row", "scratch-row"])
+def test_scratch_rows_across_blocks_layouts_and_threads(fn, kept_in, shape, layout, parallel):
     # 13 rows: one full block of 8 and a partial one; 3-d: a second kept dim inside the block;
     # a transposed view takes the strided variant.
     rng = np.random.default_rng(4)
@@ -138,12 +148,51 @@ def test_scratch_rows_across_blocks_layouts_and_threads(shape, layout, parallel)
                      .astype(np.float32)).reshape(shape)
     if layout == "strided":
         x = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
-    kernel = softmax_kernel(shape, np.float32)
+    kernel = softmax_kernel(shape, np.float32, fn)
     with np.errstate(all="ignore"):
         (got,) = kernel(x, parallel=parallel)
-        want = softmax_model.softmax(x)
-    assert "s_v2 = np.empty(n" in kernel.source
+        want = fn(x)
+    assert ("s_v2 = np.empty(n" in kernel.source) == (kept_in == "a scratch row")
+    assert got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7, equal_nan=True)
+
+
+# Attention-like: the kernel's input is a product that dies there and its output is not
+# returned, so the output is written over the product's buffer.
+def softmax_of_product(a, b, c):
+    return softmax_model.softmax(a @ b) @ c
+
+
+def product_times_softmax(a, b, c):
+    # the divide pass reads the product again: the output written over the product's buffer
+    # cannot hold exp before then
+    s = a @ b
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (s * e / e.sum(axis=-1, keepdims=True)) @ c
+
+
+@pytest.mark.parametrize("fn, kept_in", [(softmax_of_product, "the output row"),
+                                         (product_times_softmax, "a scratch row")])
+def test_an_output_over_its_input_holds_exp_only_when_no_later_pass_reads_the_input(
+        fn, kept_in):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((24, 16)).astype(np.float32)
+    b = (3 * rng.standard_normal((16, 40))).astype(np.float32)
+    c = rng.standard_normal((40, 8)).astype(np.float32)
+    compiled = fusejit.compile(fn)
+    compiled(a, b, c)
+    np.testing.assert_allclose(compiled(a, b, c), fn(a, b, c), rtol=1e-5, atol=1e-6)
+    assert "1 kernel output(s) written over an input" in str(compiled.explain(a, b, c))
+    (node,) = [n for n in compiled.entry_for(a, b, c).paths[0].pipeline.graph.nodes
+               if n.op == "fused"]
+    kernel = build_kernel(node, in_place=((0, 0),))
+    assert "# out0 is written in place over in0" in kernel.source
+    assert ("s_v2 = np.empty(n" in kernel.source) == (kept_in == "a scratch row")
+    for parallel in (False, True):
+        product = a @ b
+        (got,) = kernel(product, parallel=parallel)
+        assert got is product
+        np.testing.assert_allclose(got @ c, fn(a, b, c), rtol=1e-5, atol=1e-6)
 
 
 def test_whole_array_softmax_keeps_no_scratch():
