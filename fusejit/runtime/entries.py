@@ -10,7 +10,7 @@ from numba.core.errors import NumbaError
 
 from .. import config
 from ..logs import topic
-from ..tracer import Trace, flatten, pystate, unflatten
+from ..tracer import Trace, flatten, layouts, pystate, unflatten
 from ..tracer.captures import SizeChanged
 from ..tracer.returned_views import apply_views
 from . import undo
@@ -33,6 +33,9 @@ NOT_AN_ARRAY = object()
 # Plain Python state the compiling trace left (``pystate.Watch``) is not what it was: this call
 # runs eagerly (``self.last_batch = len(x)`` set by a call of another signature)
 STATE_MOVED = object()
+LAID_OUT_OTHERWISE = ("an argument is laid out otherwise than when traced, and the trace "
+                      "reshaped it (or a value computed from it) into a view or a copy as "
+                      "its strides allowed")
 
 
 @dataclass
@@ -50,6 +53,8 @@ class CompiledEntry:
             self.hits += 1
             return result
         trace = self.trace
+        if trace.layouts is not None and not layouts.hold(trace.layouts, leaves):
+            raise GuardFailed(LAID_OUT_OTHERWISE)
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
         try:
@@ -269,6 +274,8 @@ def _owner(array: np.ndarray) -> int:
 
 def _straight_run(trace: Trace, program: Program):
     lines = ["def fast_run(leaves):"]
+    if trace.layouts is not None:
+        lines += ["    if not hold(layouts, leaves):", "        raise GuardFailed(laid_out)"]
     inputs = []
     for position, index in enumerate(trace.arg_leaves):
         lines += [f"    a{position} = leaves[{index}]",
@@ -276,7 +283,8 @@ def _straight_run(trace: Trace, program: Program):
         inputs.append(f"a{position}")
     lines.append(f"    values = run([{', '.join(inputs)}])")
     names = dict(ndarray=np.ndarray, as_array=_as_array, run=program.run, unflatten=unflatten,
-                 treedef=trace.out_treedef)
+                 treedef=trace.out_treedef, hold=layouts.hold, layouts=trace.layouts,
+                 GuardFailed=GuardFailed, laid_out=LAID_OUT_OTHERWISE)
     results = [_output_expression(leaf, position, names)
                for position, leaf in enumerate(trace.out_leaves)]
     treedef = trace.out_treedef

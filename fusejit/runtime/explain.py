@@ -162,6 +162,12 @@ def _path_text(index, path) -> str:
         call = guard.convert if not isinstance(guard.convert, str) else f"{guard.convert}()"
         lines.append(f"    {call} == {guard.expected!r}{times} at "
                      f"{_loc(guard.loc)}{code}")
+    names = getattr(path.trace, "leaf_names", ())
+    for leaf, layout in getattr(path.trace, "layouts", None) or ():
+        name = names[leaf] if leaf < len(names) else f"argument {leaf}"
+        strides = "C-contiguous" if layout == "C" else f"strides {layout}"
+        lines.append(f"    {name} {strides}, as traced (a reshape was a view or a copy by "
+                     f"its layout)")
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir import Graph, TensorType, Var
-from . import audit, capture_proxies, returned_containers
+from . import audit, capture_proxies, layouts, returned_containers
 from .captures import Capture, Roots
 from .containers import detect_container_writes, pair_containers, share_repeated
 from .context import Fallback, Recorder, active, sanitize, set_active
@@ -85,6 +85,7 @@ class Trace:
     returns_containers: bool = False        # the caller's containers fill markers in results
     watches: tuple = ()   # pystate.Watch: plain Python state the body changed (Fallback.retry)
     leaf_names: tuple = ()  # each argument leaf's name (pystate.Watch.root)
+    layouts: tuple | None = None   # (leaf, layout) a view-or-copy decision rests on (layouts.py)
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -182,6 +183,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     from .outputs import finish
     recorded = finish(recorder, returned_containers.mark(result, copied), proxies, arg_leaves,
                       before)
+    recorded.layouts = layouts.kept(recorder, proxies, arg_leaves, leaves)
     if returned_containers.has_markers(recorded.result):
         recorded.result = returned_containers.fill(recorded.result, args, kwargs)
         recorded.returns_containers = True

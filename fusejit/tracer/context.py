@@ -79,6 +79,7 @@ class Recorder:
     leaves: list
     inputs: list = field(default_factory=list)
     nodes: list = field(default_factory=list)
+    layout_bases: list = field(default_factory=list)   # Vars reshaped by layout (layouts.py)
     captures: list = field(default_factory=list)
     raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
     written: dict = field(default_factory=dict)   # id(ndarray) -> (array, values after write)

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import EagerFallback
 from ..ir import Lit, Var
+from . import layouts
 from .context import unwrap
 from .registry import (
     handle_function,
@@ -57,13 +58,22 @@ def _reshape(rec, concrete, a, shape=None, order="C", *, copy=None, **kwargs):
     if copy:   # a new array, which later updates of ``a`` do not reach
         reshaped = _reshape_to(np.shape(concrete))(rec, rec.operand(a))
         return wrap(rec, concrete, rec.emit("copy", [reshaped]))
+    if np.ndim(a) > 1 and _beyond_ones(np.shape(a), np.shape(concrete)):
+        layouts.note(rec, a)   # a view or a copy, as a's strides allow
     return view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
+
+
+def _beyond_ones(shape, new_shape) -> bool:
+    """Whether a reshape does more than add or drop axes of length 1 (always a view)."""
+    return [n for n in shape if n != 1] != [n for n in new_shape if n != 1]
 
 
 @implements(np.ravel)
 def _ravel(rec, concrete, a, order="C"):
     if order != "C":
         raise unsupported(f"np.ravel with order={order!r}")
+    if np.size(a) > 1:
+        layouts.note(rec, a)   # a view when a is C-contiguous, else a copy
     return view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
 
 

@@ -1,0 +1,62 @@
+"""Memory layouts a trace's view-or-copy decisions rest on.
+
+``x.reshape(-1)`` and ``x.ravel()`` give a view of ``x`` or a copy depending on its strides, and
+so may the same call on a value computed from ``x`` (NumPy's ufuncs lay their results out like
+their inputs). The trace records what NumPy did for the layouts it saw: a write into ``x``
+reaches the reshaped array, or does not. The cache key holds shapes and dtypes, not strides, so
+a path whose trace made such a decision keeps the layout of each argument it rests on
+(``Trace.layouts``) and is not taken for a call whose arguments are laid out otherwise: that call
+traces a path of its own. Arrays the decision cannot rest on are not kept: what reaches the
+reshaped value only through a product or a reduction, whose results NumPy lays out C-ordered
+whatever their inputs are.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Var, ops
+from .tracer import Tracer
+
+# ops whose result's layout does not follow their inputs'
+FRESH_LAYOUT = frozenset({"matmul"}) | frozenset(ops.REDUCE_OPS)
+
+
+def note(rec, base) -> None:
+    """``base``'s view-or-copy decision is being made (reshape, ravel)."""
+    if isinstance(base, Tracer) and base.recorder is rec:
+        rec.layout_bases.append(base.ir_var)
+
+
+def layout(array: np.ndarray):
+    """``"C"`` for a C-contiguous array, else its strides (0 on axes of length 1, whose
+    stride no view-or-copy decision reads)."""
+    if array.flags.c_contiguous:
+        return "C"
+    return tuple(s if n > 1 else 0 for n, s in zip(array.shape, array.strides, strict=True))
+
+
+def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple | None:
+    """(leaf index, layout) of each argument array the recorded decisions rest on; None when
+    the trace made none."""
+    if not rec.layout_bases:
+        return None
+    producer = {out: node for node in rec.nodes for out in node.outputs}
+    stack, seen = list(rec.layout_bases), set()
+    while stack:
+        var = stack.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        node = producer.get(var)
+        if node is not None and node.op not in FRESH_LAYOUT:
+            stack += [v for v in node.inputs if isinstance(v, Var) and v not in seen]
+    # the graph input each proxy started as (an update in place moves a proxy to a new Var;
+    # an array passed twice has one proxy)
+    input_of = {id(proxies[i]): var for i, var in zip(arg_leaves, rec.inputs, strict=False)}
+    return tuple((index, layout(leaves[index])) for index, proxy in sorted(proxies.items())
+                 if type(leaves[index]) is np.ndarray and input_of.get(id(proxy)) in seen)
+
+
+def hold(layouts, leaves) -> bool:
+    """Each kept argument is laid out as it was when traced."""
+    return all(layout(leaves[index]) == expected for index, expected in layouts)
