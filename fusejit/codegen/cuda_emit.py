@@ -14,7 +14,7 @@ import numpy as np
 from ..ir import Graph, Lit, Node, Var, ops
 from . import cuda_prelude, cuda_reduce
 from .cuda_plan import FULL, OUTER, CudaPlan, needed_nodes
-from .numba_cpu import cast_expr, index_text, literal, template_dtype, wrap
+from .numba_cpu import cast_expr, exact_comparison, index_text, literal, template_dtype, wrap
 
 INDENT = "    "
 SUFFIXED = {name.rsplit("_", 1)[0] for name in cuda_prelude.__all__
@@ -67,6 +67,9 @@ class Statements:
         if node.op == "cast":
             cast = cast_expr(operands[0], node.inputs[0].type.dtype, out)
             return f"{self.names[node.out]} = {cast}"
+        exact = exact_comparison(node, operands)
+        if exact is not None:
+            return f"{self.names[node.out]} = {wrap(exact, out)}"
         dtype = template_dtype(node)
         template = ops.get(node.op).template(dtype)
         if dtype == np.bool_ and node.op in BOOL_TEMPLATES:

@@ -604,11 +604,41 @@ class _Emitter:
         operands = [self.ref(v) for v in node.inputs]
         if node.op == "cast":
             return cast_expr(operands[0], node.inputs[0].type.dtype, out)
+        exact = exact_comparison(node, operands)
+        if exact is not None:
+            return wrap(exact, out)
         template = scalar_template(node, self.limited)
         attrs = node.attr
         value = attrs.get("value")
         fields = {"value": literal(value, out)} if value is not None else {}
         return wrap(template.format(*operands, **fields), out)
+
+
+# A signed integer against an unsigned 64-bit one: NumPy 2 compares them exactly (its loop
+# takes int64 and uint64), where the registry's template would promote both to float64 and
+# tell 2**53 + 1 from 2**53 no more. {0} is the signed operand, {1} the unsigned one.
+_SIGNED_UNSIGNED = {
+    "eq": "({0} >= 0 and np.uint64({0}) == {1})",
+    "ne": "({0} < 0 or np.uint64({0}) != {1})",
+    "lt": "({0} < 0 or np.uint64({0}) < {1})",
+    "le": "({0} < 0 or np.uint64({0}) <= {1})",
+    "gt": "({0} >= 0 and np.uint64({0}) > {1})",
+    "ge": "({0} >= 0 and np.uint64({0}) >= {1})",
+}
+_MIRRORED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def exact_comparison(node: Node, operands: list[str]) -> str | None:
+    """A comparison of a signed integer with a uint64 as NumPy makes it, or None."""
+    if node.op not in _SIGNED_UNSIGNED:
+        return None
+    first, second = (np.dtype(v.dtype if isinstance(v, Lit) else v.type.dtype)
+                     for v in node.inputs)
+    if first.kind == "i" and second == np.uint64:
+        return _SIGNED_UNSIGNED[node.op].format(*operands)
+    if first == np.uint64 and second.kind == "i":
+        return _SIGNED_UNSIGNED[_MIRRORED[node.op]].format(operands[1], operands[0])
+    return None
 
 
 def scalar_template(node: Node, limited: bool = False) -> str:

@@ -1015,3 +1015,34 @@ def test_a_range_in_an_index_is_an_integer_array():
         y = np.array([0, 2, 1, 1, seed % 3])
         assert_same(nll(logp, y), compiled(logp, y))
     assert compiled.cache_info()["eager_signatures"] == 0
+
+
+def _compare_signed_with_uint64(a, b):
+    return a == b, a != b, a < b, a <= b, a > b, a >= b, b < a, np.where(b >= a, a, 0)
+
+
+@pytest.mark.parametrize("signed", [np.int64, np.int8])
+def test_a_signed_integer_compares_exactly_with_a_uint64(signed):
+    # NumPy 2 compares int64 with uint64 exactly; the kernel compared both as float64, so on
+    # replay 2**53 + 1 equalled 2**53 and 2**63 - 1 was not below 2**63 (found by a probe).
+    big = 2**53 + 1 if signed is np.int64 else 7
+    a = np.array([big, np.iinfo(signed).max, 5, -1, np.iinfo(signed).min, 0], signed)
+    b = np.array([big - 1, 2**63, 5, 2**64 - 1, 0, 0], np.uint64)
+    compiled = fusejit.compile(_compare_signed_with_uint64)
+    for _ in range(2):
+        assert_same(_compare_signed_with_uint64(a, b), compiled(a, b))
+    scalar = fusejit.compile(lambda x: x == np.uint64(2**53))
+    x = np.array([2**53 + 1, 2**53])
+    for _ in range(2):
+        assert_same(x == np.uint64(2**53), scalar(x))
+
+
+def test_an_einsum_contracting_float16_gives_numpys_float16_sums():
+    # NumPy's einsum adds float16 products in float16; as a matmul (which adds in float32)
+    # the replay gave -3.703 where NumPy gives -6.129 (found by a probe).
+    rng = np.random.default_rng(0)
+    a = (10 * rng.standard_normal((2, 300))).astype(np.float16)
+    b = (10 * rng.standard_normal((300, 3))).astype(np.float16)
+    compiled = fusejit.compile(lambda a, b: np.einsum("ij,jk->ik", a, b))
+    for _ in range(2):
+        assert_same(np.einsum("ij,jk->ik", a, b), compiled(a, b))
