@@ -142,6 +142,15 @@ def structure_cases():
     yield "injective-host", _injective, (rand(3, 4), rand(2, 4))
     yield "guard-positive", _branchy, (np.abs(rand(3, 4)),)
     yield "guard-negative", _branchy, (-np.abs(rand(3, 4)),)
+    yield "compare-int64-uint64", _compare_mixed_sign, (
+        np.array([2**53 + 1, 2**63 - 1, 5, -1], np.int64),
+        np.array([2**53, 2**63, 5, 2**64 - 1], np.uint64))
+
+
+def _compare_mixed_sign(a, b):
+    # exact in NumPy 2, not through float64; the simulator compares Python ints exactly either
+    # way, so only a real GPU (FUSEJIT_CUDA_REAL=1) tells the kernel's comparison apart
+    return a == b, a < b, b <= a, np.where(a > b, a, 0)
 
 
 def _bind(fn, keyword, value, name):
