@@ -80,6 +80,7 @@ class Recorder:
     inputs: list = field(default_factory=list)
     nodes: list = field(default_factory=list)
     layout_bases: list = field(default_factory=list)   # Vars reshaped by layout (layouts.py)
+    layout_links: dict = field(default_factory=dict)   # Var -> Vars it is laid out like
     captures: list = field(default_factory=list)
     raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
     written: dict = field(default_factory=dict)   # id(ndarray) -> (array, values after write)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from . import layouts
 from .reductions import bool_reduce
 from .registry import implements, normalize_axis, unsupported
 from .tracer import wrap
@@ -119,4 +120,5 @@ def _einsum(rec, concrete, subscripts, *operands, out=None, dtype=None, order="K
     var = contract(rec, a, b, batch, a_free, b_free, contracted)
     order_now = ([ta[i] for i, _ in batch] + [ta[i] for i in a_free] + [tb[j] for j in b_free])
     var = _permute(rec, var, [order_now.index(c) for c in output])
+    layouts.link(rec, var, *operands)   # NumPy's einsum lays its result out as its operands
     return wrap(rec, concrete, var)

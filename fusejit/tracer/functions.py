@@ -326,8 +326,12 @@ def _like(value_of):
             note_shape_seen(a, always=True)   # the result has a's shape but does not read it
         fill = value_of(args, kwargs)
         if isinstance(fill, Tracer):
-            return wrap(rec, concrete, rec.broadcast(rec.operand(fill, dtype), shape))
-        var = rec.emit("full", [], {"shape": shape, "dtype": dtype, "value": dtype.type(fill)})
+            var = rec.broadcast(rec.operand(fill, dtype), shape)
+        else:
+            var = rec.emit("full", [], {"shape": shape, "dtype": dtype,
+                                        "value": dtype.type(fill)})
+        if kwargs.get("order", "K") in ("K", "A"):   # laid out as ``a``, which it does not read
+            layouts.link(rec, var, a)
         return wrap(rec, concrete, var)
     return record
 

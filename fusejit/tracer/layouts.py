@@ -7,24 +7,33 @@ reaches the reshaped array, or does not. The cache key holds shapes and dtypes, 
 a path whose trace made such a decision keeps the layout of each argument it rests on
 (``Trace.layouts``) and is not taken for a call whose arguments are laid out otherwise: that call
 traces a path of its own. Arrays the decision cannot rest on are not kept: what reaches the
-reshaped value only through a product or a reduction, whose results NumPy lays out C-ordered
-whatever their inputs are.
+reshaped value only through a product, whose result NumPy lays out C-ordered whatever its
+inputs are. Captured globals are not kept: a global rebound to an array of another layout
+replays the traced decision.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Var, ops
+from ..ir import Var
 from .tracer import Tracer
 
-# ops whose result's layout does not follow their inputs'
-FRESH_LAYOUT = frozenset({"matmul"}) | frozenset(ops.REDUCE_OPS)
+# ops whose result NumPy lays out C-ordered whatever their inputs are (a reduction keeps its
+# input's order: the sum over axis 1 of an F-ordered 3-d array is F-ordered)
+FRESH_LAYOUT = frozenset({"matmul"})
 
 
 def note(rec, base) -> None:
     """``base``'s view-or-copy decision is being made (reshape, ravel)."""
     if isinstance(base, Tracer) and base.recorder is rec:
         rec.layout_bases.append(base.ir_var)
+
+
+def link(rec, var, *like) -> None:
+    """``var`` is laid out as the ``like`` values, though not computed from them by ops that
+    keep layouts (``np.ones_like(x)``; ``np.einsum``'s product, laid out as its operands)."""
+    rec.layout_links.setdefault(var, []).extend(
+        v.ir_var for v in like if isinstance(v, Tracer) and v.recorder is rec)
 
 
 def layout(array: np.ndarray):
@@ -50,6 +59,7 @@ def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple | None:
         node = producer.get(var)
         if node is not None and node.op not in FRESH_LAYOUT:
             stack += [v for v in node.inputs if isinstance(v, Var) and v not in seen]
+        stack += rec.layout_links.get(var, ())
     # the graph input each proxy started as (an update in place moves a proxy to a new Var;
     # an array passed twice has one proxy)
     input_of = {id(proxies[i]): var for i, var in zip(arg_leaves, rec.inputs, strict=False)}

@@ -70,6 +70,39 @@ def test_each_layout_gets_a_path_of_its_own(fn):
     assert (info["paths"], info["traces"], info["hits"], info["eager_calls"]) == (3, 3, 3, 0)
 
 
+def _reduced(x):
+    s = x.sum(axis=1)        # NumPy keeps x's order: F-ordered for an F-ordered 3-d x
+    flat = s.reshape(-1)
+    s *= 2
+    return flat
+
+
+def _made_like(x):
+    y = np.ones_like(x)      # laid out as x, though it reads none of x
+    flat = y.reshape(-1)
+    y *= 2
+    return flat
+
+
+def _contracted(x):
+    y = np.einsum("ijk,k->ij", x, np.ones(5))   # laid out as its operands
+    flat = y.reshape(-1)
+    y *= 2
+    return flat
+
+
+@pytest.mark.parametrize("fn", [_reduced, _made_like, _contracted],
+                         ids=lambda fn: fn.__name__.strip("_"))
+def test_values_laid_out_as_an_argument_without_elementwise_ops_follow_it(fn):
+    # Found by a second probe: a reduction, a *_like array and an einsum result are laid out
+    # as their operands in NumPy, so their reshape is a copy for an F-ordered argument.
+    compiled = fusejit.compile(fn)
+    for order in "CCFFC":
+        x = np.arange(60.0).reshape(3, 4, 5, order=order)
+        assert_same(fn(x.copy(order="K")), compiled(x.copy(order="K")))
+    assert compiled.cache_info()["paths"] == 2
+
+
 def test_a_reshape_numpy_refuses_without_a_copy_raises_for_that_layout():
     compiled = fusejit.compile(_no_copy_allowed)
     assert_same(_no_copy_allowed(c_ordered()), compiled(c_ordered()))
