@@ -33,7 +33,7 @@ NOT_AN_ARRAY = object()
 # Plain Python state the compiling trace left (``pystate.Watch``) is not what it was: this call
 # runs eagerly (``self.last_batch = len(x)`` set by a call of another signature)
 STATE_MOVED = object()
-LAID_OUT_OTHERWISE = ("an argument is laid out otherwise than when traced, and the trace "
+LAID_OUT_OTHERWISE = ("an array is laid out otherwise than when traced, and the trace "
                       "reshaped it (or a value computed from it) into a view or a copy as "
                       "its strides allowed")
 
@@ -70,6 +70,8 @@ class CompiledEntry:
             if capture.aliases and not capture.aliases_hold(leaves, array):
                 raise GuardFailed(f"{capture.description} and its aliases no longer hold "
                                   "the same array")
+        if trace.capture_layouts and not layouts.hold(trace.capture_layouts, captured):
+            raise GuardFailed(LAID_OUT_OTHERWISE)
         if trace.mutations and (_aliased_writes(trace, leaves, inputs, captured)
                                 or _written_overlaps_itself(trace, leaves, captured)):
             return ALIASED

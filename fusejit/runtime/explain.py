@@ -162,9 +162,13 @@ def _path_text(index, path) -> str:
         call = guard.convert if not isinstance(guard.convert, str) else f"{guard.convert}()"
         lines.append(f"    {call} == {guard.expected!r}{times} at "
                      f"{_loc(guard.loc)}{code}")
-    names = getattr(path.trace, "leaf_names", ())
-    for leaf, layout in getattr(path.trace, "layouts", None) or ():
-        name = names[leaf] if leaf < len(names) else f"argument {leaf}"
+    trace = path.trace
+    names = [trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else f"argument {leaf}"
+             for leaf, _ in trace.layouts or ()]
+    names += [trace.captures[j].description for j, _ in trace.capture_layouts]
+    kept = [layout for _, layout in trace.layouts or ()] + \
+        [layout for _, layout in trace.capture_layouts]
+    for name, layout in zip(names, kept, strict=True):
         strides = "C-contiguous" if layout == "C" else f"strides {layout}"
         lines.append(f"    {name} {strides}, as traced (a reshape was a view or a copy by "
                      f"its layout)")

@@ -86,6 +86,7 @@ class Trace:
     watches: tuple = ()   # pystate.Watch: plain Python state the body changed (Fallback.retry)
     leaf_names: tuple = ()  # each argument leaf's name (pystate.Watch.root)
     layouts: tuple | None = None   # (leaf, layout) a view-or-copy decision rests on (layouts.py)
+    capture_layouts: tuple = ()    # (capture, layout) the same, of captured arrays
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -183,7 +184,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
     from .outputs import finish
     recorded = finish(recorder, returned_containers.mark(result, copied), proxies, arg_leaves,
                       before)
-    recorded.layouts = layouts.kept(recorder, proxies, arg_leaves, leaves)
+    recorded.layouts, recorded.capture_layouts = layouts.kept(recorder, proxies, arg_leaves,
+                                                              leaves)
     if returned_containers.has_markers(recorded.result):
         recorded.result = returned_containers.fill(recorded.result, args, kwargs)
         recorded.returns_containers = True

@@ -8,8 +8,8 @@ a path whose trace made such a decision keeps the layout of each argument it res
 (``Trace.layouts``) and is not taken for a call whose arguments are laid out otherwise: that call
 traces a path of its own. Arrays the decision cannot rest on are not kept: what reaches the
 reshaped value only through a product, whose result NumPy lays out C-ordered whatever its
-inputs are. Captured globals are not kept: a global rebound to an array of another layout
-replays the traced decision.
+inputs are. Captured arrays (globals, closure cells) are kept as arguments are, and checked as
+each call reads them.
 """
 from __future__ import annotations
 
@@ -44,11 +44,12 @@ def layout(array: np.ndarray):
     return tuple(s if n > 1 else 0 for n, s in zip(array.shape, array.strides, strict=True))
 
 
-def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple | None:
-    """(leaf index, layout) of each argument array the recorded decisions rest on; None when
-    the trace made none."""
+def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple:
+    """(argument layouts, capture layouts): (leaf index, layout) of each argument array and
+    (capture index, layout) of each captured array the recorded decisions rest on; (None, ())
+    when the trace made none."""
     if not rec.layout_bases:
-        return None
+        return None, ()
     producer = {out: node for node in rec.nodes for out in node.outputs}
     stack, seen = list(rec.layout_bases), set()
     while stack:
@@ -63,10 +64,13 @@ def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple | None:
     # the graph input each proxy started as (an update in place moves a proxy to a new Var;
     # an array passed twice has one proxy)
     input_of = {id(proxies[i]): var for i, var in zip(arg_leaves, rec.inputs, strict=False)}
-    return tuple((index, layout(leaves[index])) for index, proxy in sorted(proxies.items())
-                 if type(leaves[index]) is np.ndarray and input_of.get(id(proxy)) in seen)
+    arguments = tuple((index, layout(leaves[index])) for index, proxy in sorted(proxies.items())
+                      if type(leaves[index]) is np.ndarray and input_of.get(id(proxy)) in seen)
+    captures = tuple((j, layout(record.live)) for j, record in enumerate(rec.captures)
+                     if record.var in seen and type(record.live) is np.ndarray)
+    return arguments, captures
 
 
-def hold(layouts, leaves) -> bool:
-    """Each kept argument is laid out as it was when traced."""
-    return all(layout(leaves[index]) == expected for index, expected in layouts)
+def hold(layouts, arrays) -> bool:
+    """Each kept argument (or captured array) is laid out as it was when traced."""
+    return all(layout(arrays[index]) == expected for index, expected in layouts)

@@ -132,3 +132,27 @@ def test_reshapes_that_only_add_or_drop_unit_axes_keep_no_layout():
     assert_same(transposed().reshape(2, 1, 3) * 2, compiled(transposed().copy()))
     assert_same(transposed().reshape(2, 1, 3) * 2, compiled(transposed()))
     assert compiled.cache_info()["paths"] == 1
+
+
+STATE = c_ordered()
+
+
+def _reshaped_global(y):
+    flat = STATE.reshape(-1)     # a view of a C-ordered STATE: sees the write below
+    STATE[...] = y
+    return flat * 1
+
+
+def test_a_captured_global_rebound_to_another_layout_traces_its_own_path():
+    # Found by the second probe: the global's layout was not kept, so the replay on an
+    # F-ordered STATE returned zeros where NumPy's copy kept 0, 1, 2.
+    global STATE
+    compiled = fusejit.compile(_reshaped_global)
+    for make in (c_ordered, c_ordered, transposed, transposed, c_ordered):
+        STATE = make()
+        got, got_state = compiled(np.zeros((2, 3))), STATE
+        STATE = make()
+        assert_same(_reshaped_global(np.zeros((2, 3))), got)
+        assert_same(STATE, got_state)
+    assert compiled.cache_info()["paths"] == 2
+    assert "STATE C-contiguous, as traced" in str(compiled.explain(np.zeros((2, 3))))
