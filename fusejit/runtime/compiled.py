@@ -119,13 +119,13 @@ def _check_static_argnames(names, signature, qualname) -> None:
 def _check_bindable_by_keyword(name, params, signature, qualname) -> None:
     """A static argument is bound by keyword (``functools.partial(fn, name=value)``): a
     positional-only parameter, or one before ``*args``, cannot be."""
-    kinds = [p.kind for p in params.values()]
     param = params.get(name)
     if param is None:
         return
     if param.kind is param.POSITIONAL_ONLY:
         where = "is positional-only"
-    elif param.kind is param.POSITIONAL_OR_KEYWORD and param.VAR_POSITIONAL in kinds:
+    elif param.kind is param.POSITIONAL_OR_KEYWORD and any(
+            p.kind is p.VAR_POSITIONAL for p in params.values()):
         where = "comes before *" + next(p.name for p in params.values()
                                         if p.kind is p.VAR_POSITIONAL)
     else:

@@ -46,8 +46,8 @@ def layout(array: np.ndarray):
 
 def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple:
     """(argument layouts, capture layouts): (leaf index, layout) of each argument array and
-    (capture index, layout) of each captured array the recorded decisions rest on; (None, ())
-    when the trace made none."""
+    (capture index, layout) of each captured array the recorded decisions rest on; None and ()
+    where there are none (a reshape of a product only: nothing to check on replay)."""
     if not rec.layout_bases:
         return None, ()
     producer = {out: node for node in rec.nodes for out in node.outputs}
@@ -68,7 +68,7 @@ def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple:
                       if type(leaves[index]) is np.ndarray and input_of.get(id(proxy)) in seen)
     captures = tuple((j, layout(record.live)) for j, record in enumerate(rec.captures)
                      if record.var in seen and type(record.live) is np.ndarray)
-    return arguments, captures
+    return arguments or None, captures
 
 
 def hold(layouts, arrays) -> bool:
