@@ -162,6 +162,7 @@ class CompiledFunction:
             if not hasattr(self, name):
                 setattr(self, name, getattr(getattr(fn, "func", fn), name, type(fn).__name__))
         self.fn, self.target = fn, _resolve_target(target)
+        self._owner = method_owner(fn)   # the object a compiled bound method is bound to
         self._asked_target = target   # "auto" picks again where the function is unpickled
         self.static_argnames, self.max_traces = static_argnames, max_traces
         self.fastmath, self.cache = fastmath, cache
@@ -313,7 +314,7 @@ class CompiledFunction:
         tree = self._entries.get(key)
         if tree is None:
             self._churn.new_key(key)
-            tree = self._entries[key] = TraceTree(owner=method_owner(self.fn))
+            tree = self._entries[key] = TraceTree(owner=self._owner)
             tree.pins = pin(self._entries, key, self._by_identity(key, leaves, args, kwargs))
         return tree
 
@@ -382,10 +383,10 @@ class CompiledFunction:
             return
         self._stats["kernels_compiled"] += counts["compiled"]
         self._stats["kernels_reused"] += counts["reused"]
-        owner = method_owner(self.fn)
         if not tree.watch:   # the values this trace left, read again before each replay
-            tree.watch = _watched(self._watches.values(), recorded.leaf_names, leaves, owner)
-        tree.paths.append(CompiledEntry(recorded, program, pipeline, owner))
+            tree.watch = _watched(self._watches.values(), recorded.leaf_names, leaves,
+                                  self._owner)
+        tree.paths.append(CompiledEntry(recorded, program, pipeline, self._owner))
         tree.fills = tree.fills or recorded.returns_containers
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
