@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..errors import EagerFallback
-from ..ir import SizeLit
+from ..ir import Lit, SizeLit
 from .registry import implements, normalize_axes, unsupported
 from .tracer import Tracer, wrap
 from .ufuncs import write_out
@@ -54,7 +54,11 @@ def bool_reduce(op: str, dtype) -> str:
 
 def _reduce(rec, op, var, axes, keepdims):
     if op not in ("argmax", "argmin") and (var.type.ndim == 0 or not axes):
-        return rec.emit("copy", [var])   # ``axis=()``: each element is its own result
+        # ``axis=()``: each element is its own result; NumPy's float sum starts from +0.0,
+        # so a -0.0 comes out +0.0 (the sign arctan2 and copysign read)
+        if op == "sum" and var.type.dtype.kind == "f":
+            return rec.emit("add", [var, Lit(0.0, var.type.dtype)])
+        return rec.emit("copy", [var])
     if var.type.ndim == 0:
         axes = ()
     op = bool_reduce(op, var.type.dtype)

@@ -1046,3 +1046,16 @@ def test_an_einsum_contracting_float16_gives_numpys_float16_sums():
     compiled = fusejit.compile(lambda a, b: np.einsum("ij,jk->ik", a, b))
     for _ in range(2):
         assert_same(np.einsum("ij,jk->ik", a, b), compiled(a, b))
+
+
+@pytest.mark.parametrize("body", [lambda x: np.sum(x[0]), lambda x: np.sum(x, axis=()),
+                                  lambda x: np.arctan2(x[1], np.sum(x[0]))],
+                         ids=["0-d", "no-axes", "arctan2"])
+def test_a_sum_over_no_elements_adds_numpys_plus_zero(body):
+    # NumPy's float sum starts from +0.0, so the sum of a lone -0.0 is +0.0; a replay copied
+    # it (-0.0), and arctan2(0, sum) gave pi for NumPy's 0 (found by the CI fuzzer).
+    compiled = fusejit.compile(body)
+    x = np.array([-0.0, 0.0, np.nan, -np.inf], np.float32)
+    for _ in range(2):
+        assert_same(body(x), compiled(x))
+        assert np.array_equal(np.signbit(body(x)), np.signbit(compiled(x)))
