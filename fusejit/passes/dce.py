@@ -15,13 +15,16 @@ def may_raise(node: Node) -> bool:
     (traced) shapes: an integer index array out of bounds (``h[idx] = 0`` with nothing reading
     ``h`` afterwards still raises IndexError in eager NumPy), an integer power (a negative
     exponent), or an opaque NumPy call (``np.linalg.inv`` of a singular matrix), except a
-    boolean-mask read."""
+    boolean-mask read and an elementwise op that a host op runs (``tracer.dynamic``), which
+    raises only as the op itself does."""
     if node.op in INDEXING_OPS:
         first = 1 if node.op == "gather" else 2
         return any(isinstance(v, Var) and v.type.dtype.kind in "iu" for v in node.inputs[first:])
     if node.op == "pow":   # integers to a negative integer power: ValueError
         return all(isinstance(v, Var) and v.type.dtype.kind in "iu" or
                    isinstance(v, Lit) and v.dtype.kind in "iu" for v in node.inputs)
+    if node.op == "host" and node.attr.get("elementwise"):   # an op on a data-dependent shape
+        return node.attr["name"] == "pow" and node.out.type.dtype.kind in "iu"
     if node.op == "host":
         masks_only = node.attr.get("name") == "getitem" and all(
             v.type.dtype == np.bool_ for v in node.inputs[1:] if isinstance(v, Var))

@@ -284,7 +284,8 @@ class CompiledFunction:
             started = time.perf_counter()
             host_args, host_kwargs, on_device = host_copies(args, kwargs)
             try:
-                recorded = trace(fn, host_args, host_kwargs, name=self.__name__)
+                recorded = trace(fn, host_args, host_kwargs, name=self.__name__,
+                                 shapes_vary=self.target == "cpu")
             except Exception as exc:
                 _note_user_line(exc, self.__qualname__)
                 _note_float_proxies(exc, leaves if leaves is not None else

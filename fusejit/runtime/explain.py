@@ -224,7 +224,10 @@ def _classify(node: Node, result: Explanation, deferred=False, in_place=False) -
         return
     kind = ops.get(node.op).kind
     if node.op == "host":
-        result.host_ops.append(HostCall(node.attr.get("name", "host"), node.loc, "NumPy call"))
+        name = node.attr.get("name", "host")
+        if node.attr.get("elementwise"):   # tracer/dynamic.py
+            name += " (of a data-dependent shape)"
+        result.host_ops.append(HostCall(name, node.loc, "NumPy call"))
     elif kind == ops.MATMUL:
         result.blas_calls.append(HostCall(node.op, node.loc, "BLAS call"))
     elif kind == ops.VIEW:

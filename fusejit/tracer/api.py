@@ -143,13 +143,17 @@ def _note_random(recorder, before) -> None:
                   f"time{where}")
 
 
-def trace(fn, args: tuple, kwargs: dict, name: str | None = None) -> Trace:
+def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
+          shapes_vary: bool = True) -> Trace:
+    """``shapes_vary``: data-dependent shapes may differ between replays where nothing
+    planned for the traced shape reads them (``dynamic.py``); else each is guarded."""
     if active() is not None:
         raise RuntimeError("fusejit: nested tracing is not supported")
     leaves, treedef = flatten((tuple(args), dict(kwargs)))
     hints = _arg_hints(fn, args, kwargs)
     name = name or getattr(fn, "__name__", "fn")
-    recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves, leaf_names=hints)
+    recorder = Recorder(sanitize(name), Roots.of(fn, leaves, hints), leaves, leaf_names=hints,
+                        shapes_vary=shapes_vary)
     proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
     proxy_args, proxy_kwargs = share_repeated(args, kwargs, *unflatten(
         treedef, [proxies.get(i, leaf) for i, leaf in enumerate(leaves)]))

@@ -99,6 +99,10 @@ class Recorder:
     sizes: set = field(default_factory=set)   # lengths user code read off a traced shape
     #                                           (``x.sum(1) / x.shape[1]``): ``is_size``
     masked: list = field(default_factory=list)       # masked.MaskedStore, checked at the end
+    dynamic: dict = field(default_factory=dict)  # Var whose shape NumPy decides at run time
+    #                                              -> its kind (dynamic.py)
+    shapes_vary: bool = True   # whether such a shape may vary between replays (not on CUDA,
+    #                            whose runtime plans device buffers for the traced shapes)
     paths: dict = field(default_factory=dict)  # id(ndarray) -> (ndarray, [(source, steps)]):
     #                                            every path seen holding it (Capture.aliases)
     warning_filters: tuple = field(default_factory=lambda: tuple(warnings.filters))
@@ -114,15 +118,21 @@ class Recorder:
         attrs = tuple(sorted(dict(attrs).items()))
         types = ops.infer_types(op, [v.type for v in inputs], attrs)
         outs = tuple(Var(TensorType(t.shape, t.dtype, weak)) for t in types)
-        self.nodes.append(Node(op, inputs, outs, attrs, current_loc()))
+        self._append(Node(op, inputs, outs, attrs, current_loc()))
         return outs[0] if len(outs) == 1 and op != "split" else outs
 
     def emit_typed(self, op: str, inputs, attrs, types) -> tuple:
         """Append a node whose output types are known (host ops: from NumPy's own result)."""
         outs = tuple(Var(t) for t in types)
         attrs = tuple(sorted(dict(attrs).items()))
-        self.nodes.append(Node(op, tuple(inputs), outs, attrs, current_loc()))
+        self._append(Node(op, tuple(inputs), outs, attrs, current_loc()))
         return outs
+
+    def _append(self, node: Node) -> None:
+        self.nodes.append(node)
+        if self.dynamic:
+            from .dynamic import propagate
+            propagate(self, node)
 
     def cast(self, value, dtype):
         dtype = np.dtype(dtype)

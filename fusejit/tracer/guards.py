@@ -77,10 +77,10 @@ def add_guard(recorder, var, convert: str, expected) -> None:
     if recorder is None or recorder.fallback is not None:
         return
     recorder.guards.append(GuardRecord(var, convert, expected, current_loc()))
-    _check_count(recorder)
+    check_count(recorder)
 
 
-def _check_count(recorder) -> None:
+def check_count(recorder) -> None:
     if len(recorder.guards) > MAX_GUARDS:
         recorder.set_fallback(f"too many data-dependent branches ({len(recorder.guards)} "
                               f"guards, limit {MAX_GUARDS}): the body branches on traced "
@@ -174,7 +174,7 @@ def python_float(recorder, var, value: float) -> float:
         return value
     returned = value if use == "return" else None
     recorder.guards.append(GuardRecord(var, "float", value, current_loc(), returned))
-    _check_count(recorder)
+    check_count(recorder)
     return value
 
 

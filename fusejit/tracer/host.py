@@ -5,7 +5,8 @@ the printer), ``spec`` (a hashable template of ``(args, kwargs)`` in which each 
 a ``("__operand__", k)`` placeholder for the node's k-th input; lists, tuples, dicts and slices
 are tagged) and ``nout``. Output types come from NumPy's own result. Outputs whose shape depends
 on the data (``np.nonzero``, ``np.unique``, ``x[mask]``, one-argument ``np.where``) each get a
-``shape`` guard, so a replay whose shape differs takes another path.
+``shape`` guard where code planned for that shape reads them (``dynamic.py``), so that a
+replay whose shape differs takes another path there.
 
 Calls that cannot be replayed (file I/O, random numbers, results that are not arrays) are eager
 fallbacks with the reason.
@@ -18,6 +19,7 @@ from ..errors import EagerFallback
 from ..ir import TensorType
 from ..ir.types import numeric
 from .context import surface, unwrap
+from .dynamic import note_host_results
 from .guards import add_guard
 from .tracer import Tracer, wrap
 
@@ -29,7 +31,8 @@ DENYLIST = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "l
 DATA_DEPENDENT = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "unique_values",
                             "unique_counts", "unique_inverse", "unique_all", "extract",
                             "compress", "trim_zeros", "where", "getitem", "setdiff1d",
-                            "intersect1d", "union1d", "setxor1d"})
+                            "intersect1d", "union1d", "setxor1d", "bincount", "delete",
+                            "insert", "histogram", "histogram_bin_edges", "roots"})
 
 
 def refusal(fn, name: str) -> str | None:
@@ -98,9 +101,12 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
     outs = rec.emit_typed("host", template.operands, attrs, types)
     _note_views(rec, results, name, args, kwargs)
     proxies = [wrap(rec, r, var) for r, var in zip(results, outs, strict=True)]
-    if data_dependent or getattr(fn, "__name__", "") in DATA_DEPENDENT:
+    data_dependent = data_dependent or getattr(fn, "__name__", "") in DATA_DEPENDENT
+    note_host_results(rec, outs, data_dependent and rec.shapes_vary)   # dynamic.py
+    if data_dependent:
         for r, var in zip(results, outs, strict=True):
-            add_guard(rec, var, "shape", tuple(np.shape(r)))
+            if var.type.ndim == 0 or not rec.shapes_vary:
+                add_guard(rec, var, "shape", tuple(np.shape(r)))
     if isinstance(concrete, (tuple, list)):
         return _same_container(concrete, proxies)
     return proxies[0]

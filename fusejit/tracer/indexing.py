@@ -7,6 +7,7 @@ import numpy as np
 
 from ..ir import Lit, indexing
 from .context import surface, unwrap
+from .dynamic import reads_dynamic
 from .masked import masked_update, remember_masked_read
 from .tracer import Tracer, ViewLink, mark_written, wrap
 from .ufuncs import encode_index
@@ -26,6 +27,10 @@ def getitem(tracer, key):
         result = host_call(operator.getitem, "getitem", (tracer, key), {}, data_dependent=True)
         remember_masked_read(tracer, key, result)
         return result
+    rec = tracer.__dict__.get("recorder") if isinstance(tracer, Tracer) else None
+    if reads_dynamic(rec, (tracer, key), {}):   # x[m][:3], x[np.nonzero(m)]: NumPy's, any shape
+        from .host import host_call
+        return host_call(operator.getitem, "getitem", (tracer, key), {})
     return surface(operator.getitem, _record_getitem, (tracer, key), {})
 
 

@@ -203,10 +203,18 @@ def _collect(var, gathered, producers, tree) -> bool:
     if var is gathered or isinstance(var, Lit) or var.type.ndim < gathered.type.ndim:
         return True
     node = producers.get(var)
-    if node is None or ops.get(node.op).kind != ops.ELEMENTWISE or node.op == "full":
+    if node is None or ops.get(node.op).kind != ops.ELEMENTWISE or node.op == "full" or \
+            not _fusable(node):
         return False
     tree.add(node)
     return all(_collect(v, gathered, producers, tree) for v in node.inputs)
+
+
+def _fusable(node) -> bool:
+    """A kernel computes the op: NumPy's, on the host, would run on every element, and may
+    raise or warn for those the mask leaves out (``2 ** x[x >= 0]`` of an int ``x``)."""
+    dtype = next((v.type.dtype for v in node.inputs), None)
+    return dtype is None or ops.get(node.op).template(dtype) is not None
 
 
 def _outputs(nodes) -> set:

@@ -10,6 +10,7 @@ from . import returned_objects
 from .api import Mutation, OutputLeaf, Trace
 from .captures import Capture, container_sizes
 from .context import unwrap
+from .dynamic import settle
 from .folding import fold_constants
 from .guards import Guard
 from .masked import check_masked_stores
@@ -43,6 +44,7 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
         attr_writes = tuple(replace(w, outputs=tuple(
             _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
         check_masked_stores(recorder)
+        settle(recorder)
         guards = _guards(recorder, outputs, returned)
         fold_constants(recorder, outputs)
     captures = tuple(Capture(c.description, c.var.type, c.source, c.steps, recorder.aliases(c),

@@ -45,10 +45,20 @@ def handle_function(func, args, kwargs):
                 note_shape_seen(arg, skip=4)   # np.shape(t), np.size(t) in the user's code
         return func(*unwrap(args), **unwrap(kwargs))
     record = FUNCTIONS.get(func)
-    if record is None:
+    if record is None or _of_dynamic(func, args, kwargs):
         from .host import host_call
         return host_call(func, function_label(func), args, kwargs)
     return surface(func, _or_host_op(func, record), args, kwargs)
+
+
+def _of_dynamic(func, args, kwargs) -> bool:
+    """A call on a value whose shape depends on data (``np.sum(x[m])``): NumPy's own call, a
+    host op that takes any shape (``dynamic.py``). Not one that writes into an argument
+    (``out=``, ``np.copyto``): a host op's writes would not be traced."""
+    from .context import active
+    from .dynamic import reads_dynamic
+    return kwargs.get("out") is None and func is not np.copyto and reads_dynamic(
+        active(), args, kwargs)
 
 
 def _or_host_op(func, record):

@@ -58,7 +58,8 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         kwargs.pop("out", None)
         return REDUCE_METHODS[ufunc](*inputs, **kwargs)
     unknown = set(kwargs) - {"out", "casting"}
-    if method != "__call__" or ufunc not in UFUNC_OPS or unknown:
+    if method != "__call__" or ufunc not in UFUNC_OPS or unknown or _matmul_of_dynamic(
+            ufunc, inputs, kwargs):
         return _host_ufunc(ufunc, method, inputs, kwargs)
     out = kwargs.get("out")
     record = lambda rec, concrete, *xs, **kw: record_ufunc(rec, concrete, ufunc, xs, out)
@@ -85,6 +86,13 @@ def _cube(x, exponent):
     if isinstance(result, np.ndarray) and result.ndim:
         return np.multiply(result, x, out=result)
     return np.multiply(result, x)
+
+
+def _matmul_of_dynamic(ufunc, inputs, kwargs) -> bool:
+    """``x[m] @ w``: NumPy's matmul at replay, whatever the count (``dynamic.py``)."""
+    from .dynamic import reads_dynamic
+    return ufunc is np.matmul and kwargs.get("out") is None and reads_dynamic(
+        active(), inputs, {})
 
 
 def _host_ufunc(ufunc, method, inputs, kwargs):

@@ -53,7 +53,8 @@ def solve_and_sort(a, b):
 
 
 def positive_part(x):
-    return x[x > 0] * 2
+    kept = x[x > 0]
+    return kept * 2 / len(kept)   # Python reads the count: a shape guard
 
 
 def train_step(w, x, y, lr):
