@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import EagerFallback
 from ..ir import TensorType
 from ..ir.types import numeric
-from .context import surface, unwrap
+from .context import active, surface, unwrap
 from .dynamic import note_host_results
 from .guards import add_guard
 from .tracer import Tracer, wrap
@@ -66,13 +66,25 @@ class _Template:
             return ("__slice__", item.start, item.stop, item.step)
         if isinstance(item, float) and type(item) is not float and not isinstance(
                 item, np.generic):
-            item = float.__float__(item)  # a TracedFloat passed as a parameter: guarded value
+            return self._traced_float(item)
         try:
             hash(item)
         except TypeError:
             raise EagerFallback(
                 f"host call with an argument of type {type(item).__name__}") from None
         return item
+
+
+    def _traced_float(self, item):
+        """An ``.item()`` value passed as a parameter (``np.percentile(x, q)``): an operand
+        given back as a Python float, so a replay passes the value it computed; outside its
+        trace, its value, guarded."""
+        from .scalars import TracedFloat
+        if isinstance(item, TracedFloat) and item.live() and \
+                item.tracer.recorder is self.recorder:
+            self.operands.append(self.recorder.operand(item.tracer))
+            return ("__operand__", len(self.operands) - 1, float)
+        return item._guard() if isinstance(item, TracedFloat) else float.__float__(item)
 
 
 def _results(concrete):
@@ -179,7 +191,15 @@ def _same_container(concrete, items):
 
 
 def host_call(fn, name, args, kwargs, data_dependent=False):
-    """Run ``fn`` and record it as a host op (through ``surface``: concrete result first)."""
-    record = lambda rec, concrete, *a, **kw: record_host(rec, concrete, fn, name, a, kw,
-                                                         data_dependent)
+    """Run ``fn`` and record it as a host op (through ``surface``: concrete result first). A
+    call that recorded traced work of its own meanwhile (a function given to
+    ``np.apply_along_axis`` that reads a traced value) runs eagerly: the replay would call it
+    with that value as it was while tracing."""
+    rec = active()
+    before = (len(rec.nodes), len(rec.guards)) if rec is not None else None
+
+    def record(rec, concrete, *a, **kw):
+        if (len(rec.nodes), len(rec.guards)) != before:
+            raise EagerFallback(f"a function given to {name} computed with traced values")
+        return record_host(rec, concrete, fn, name, a, kw, data_dependent)
     return surface(fn, record, args, kwargs)

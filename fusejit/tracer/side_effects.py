@@ -208,10 +208,7 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
     if old is value:
         if name in snap.lists and _items(value) != snap.lists[name] and has_traced(value):
             _lose(recorder, f"traced values stored into the {type(value).__name__} {label}")
-            if type(value) is dict:
-                value.update({key: unwrap(item) for key, item in value.items()})
-            else:
-                value[:] = unwrap(value)
+            _unwrap_in_place(value)
         elif name in snap.lists:
             _check_plain_items(recorder, snap, name, value)
         return None
@@ -292,10 +289,27 @@ def _store(obj, name: str, value) -> None:
 _MISSING = object()
 
 
-def _items(container) -> list:
-    """(key, id(item)) pairs: a container changed when they differ."""
+def _items(container, path=()) -> list:
+    """(path, id(item)) pairs, of the lists and dicts inside too (``o.layers[0]["w"] = ...``):
+    a container changed when they differ."""
     pairs = container.items() if type(container) is dict else enumerate(container)
-    return [(key, id(item)) for key, item in pairs]
+    found = []
+    for key, item in pairs:
+        found.append((path + (key,), id(item)))
+        if type(item) in (list, dict):
+            found += _items(item, path + (key,))
+    return found
+
+
+def _unwrap_in_place(container) -> None:
+    """The concrete values in place of the proxies the body stored into ``container`` and the
+    lists and dicts inside it: the caller's objects never keep a proxy."""
+    pairs = list(container.items() if type(container) is dict else enumerate(container))
+    for key, item in pairs:
+        if type(item) in (list, dict):
+            _unwrap_in_place(item)
+        elif type(container) is not tuple:
+            container[key] = unwrap(item)
 
 
 def _lose(recorder, what: str) -> None:

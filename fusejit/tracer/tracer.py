@@ -49,6 +49,10 @@ class ViewLink:
 
 
 _OWN_SLOTS = frozenset({"value", "recorder", "link", "owns", "path", "masked_read"})
+# ndarray's protocols for other libraries: raw memory or another array API. The body may ask
+# for one (``hasattr(x, "__array_namespace__")``): it gets the array's, and runs eagerly.
+PROTOCOLS = frozenset({"__array_interface__", "__array_namespace__", "__dlpack__",
+                       "__dlpack_device__"})
 
 
 class Tracer:
@@ -187,7 +191,8 @@ class Tracer:
         value = self.__dict__.get("value")
         # a Python float argument, a NumPy scalar (``s.is_integer()``), or an array
         owner = type(value) if isinstance(value, (float, np.generic)) else np.ndarray
-        if name.startswith("_") or name in _OWN_SLOTS or not hasattr(owner, name):
+        private = name.startswith("_") and name not in PROTOCOLS
+        if private or name in _OWN_SLOTS or not hasattr(owner, name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         recorder = self.__dict__.get("recorder")
         if recorder is not None and active() is recorder:
@@ -236,6 +241,14 @@ class Tracer:
     def __len__(self):
         note_shape_seen(self)
         return len(self.value)
+
+    def __contains__(self, value):
+        """``v in x``: NumPy's ``(x == v).any()``, its truth guarded (a scalar is not a
+        container: Python's TypeError)."""
+        if not isinstance(self.__dict__.get("value"), np.ndarray):
+            kind = type(self.__dict__.get("value")).__name__
+            raise TypeError(f"argument of type '{kind}' is not iterable")
+        return bool(np.any(self == value))
 
     def __iter__(self):
         note_shape_seen(self)

@@ -212,6 +212,25 @@ def test_items_stored_into_a_dict_attribute_run_eagerly():
     assert "dict" in str(compiled.explain(traced, g))
 
 
+def _sgd_over_layers(model, g):
+    for layer in model.layers:
+        layer["w"] = layer["w"] - 0.5 * g        # a dict inside a list attribute
+    model.log[0].append(g.sum())
+    return g * 2
+
+
+def test_items_stored_deeper_in_an_attribute_run_eagerly_and_leave_no_proxy():
+    import types
+    make = lambda: types.SimpleNamespace(layers=[{"w": np.arange(3.0)}], log=[[]])  # noqa: E731
+    eager, traced = make(), make()
+    compiled = fusejit.compile(_sgd_over_layers)
+    for scale in (1.0, 2.0, 3.0):
+        g = np.full(3, scale)
+        assert_same(_sgd_over_layers(eager, g), compiled(traced, g))
+        assert_same(eager.layers[0]["w"], traced.layers[0]["w"])
+        assert [type(v) for v in traced.log[0]] == [np.float64] * len(eager.log[0])
+
+
 def test_numpy_asked_to_raise_on_float_errors_runs_eagerly():
     def guarded_log(x):
         with np.errstate(divide="raise"):
@@ -557,6 +576,28 @@ def test_item_used_as_a_value_is_traced_not_frozen():
     assert normalise.cache_info()["traces"] == 1
 
 
+def _percentile_at_item(x, q):
+    return np.percentile(x, q.max().item())
+
+
+def _hypot_with_item(x, q):
+    return np.hypot(x, q[0].item()), np.nan_to_num(x / 0, posinf=q[1].item())
+
+
+def _sum_from_item(x, q):
+    return np.sum(x, initial=q.min().item()), np.append(x, q.max().item())
+
+
+@pytest.mark.parametrize("fn", [_percentile_at_item, _hypot_with_item, _sum_from_item])
+def test_item_passed_as_a_parameter_of_a_numpy_call_is_traced_not_frozen(fn):
+    compiled = fusejit.compile(fn)    # a host op: the replay passes the value it computed
+    x = np.array([1.0, 4.0, 2.0, 8.0, 5.0])
+    for q in ([10.0, 50.0], [30.0, 90.0], [75.0, 25.0]):
+        with np.errstate(divide="ignore"):
+            assert_same(fn(x, np.array(q)), compiled(x, np.array(q)))
+    assert compiled.cache_info()["traces"] == 1
+
+
 def _rms(x):
     return float(np.sqrt((x ** 2).mean()))     # returned by a helper, not by the body
 
@@ -828,3 +869,35 @@ def test_stores_spelled_as_calls_are_traced():
         assert_same(stores(want), compiled(got))
         assert_same(want, got)
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def _array_api_dispatch(x):
+    if hasattr(x, "__array_namespace__"):      # ndarray has one: this branch, eagerly
+        return x + 1
+    return x - 1
+
+
+def _contains_zero(x):
+    return x * (0.0 in x)
+
+
+def _callback_reading_an_argument(x, y):
+    return np.apply_along_axis(lambda r: r.sum() if r[0] > y[0] else 0.0, 1, x)
+
+
+@pytest.mark.parametrize("fn", [_array_api_dispatch, _contains_zero,
+                                _callback_reading_an_argument])
+def test_array_protocols_membership_and_callbacks_answer_as_numpy(fn):
+    compiled = fusejit.compile(fn)
+    for x, y in (([[1.0, 0.0]], [0.0]), ([[0.5, 2.0]], [0.7]), ([[0.9, 1.0]], [0.8])):
+        args = (np.array(x), np.array(y))[:fn.__code__.co_argcount]
+        assert_same(fn(*args), compiled(*args))
+
+
+def test_membership_in_a_numpy_scalar_raises_pythons_type_error():
+    @fusejit.compile
+    def in_sum(x):
+        return 1.0 in x.sum()
+
+    with pytest.raises(TypeError, match="not iterable"):
+        in_sum(np.ones(3))
