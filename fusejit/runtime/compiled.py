@@ -9,7 +9,6 @@ import os
 import sys
 import threading
 import time
-import types
 import weakref
 
 from .. import config, fperrors
@@ -178,7 +177,7 @@ class CompiledFunction:
                            kernels_compiled=0, kernels_reused=0, compile_seconds=0.0)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else types.MethodType(self, obj)
+        return self if obj is None else BoundCompiled(self, obj)
 
     def __repr__(self):
         return f"<fusejit.CompiledFunction {self.__qualname__} target={self.target}>"
@@ -459,6 +458,46 @@ class CompiledFunction:
     def ir(self, *args, stage="optimized", **kwargs) -> str:
         from .explain import stage_text
         return stage_text(self.entry_for(*args, **kwargs), stage)
+
+
+class BoundCompiled:
+    """``obj.method`` of a compiled method, as a bound method is: calls, ``explain`` and
+    ``ir`` take ``obj`` as the first argument; other attributes are the compiled function's
+    (``cache_info``)."""
+
+    __slots__ = ("__func__", "__self__")
+
+    def __init__(self, func: CompiledFunction, obj):
+        self.__func__, self.__self__ = func, obj
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__(self.__self__, *args, **kwargs)
+
+    def explain(self, *args, **kwargs):
+        return self.__func__.explain(self.__self__, *args, **kwargs)
+
+    def ir(self, *args, stage="optimized", **kwargs) -> str:
+        return self.__func__.ir(self.__self__, *args, stage=stage, **kwargs)
+
+    def entry_for(self, *args, **kwargs):
+        return self.__func__.entry_for(self.__self__, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.__func__, name)
+
+    def __eq__(self, other):
+        return (type(other) is BoundCompiled and other.__func__ is self.__func__
+                and other.__self__ is self.__self__)
+
+    def __hash__(self):
+        return hash((id(self.__func__), id(self.__self__)))
+
+    def __reduce__(self):
+        return getattr, (self.__self__, self.__func__.__name__)
+
+    def __repr__(self):
+        return f"<bound fusejit.CompiledFunction {self.__func__.__qualname__} of " \
+               f"{self.__self__!r}>"
 
 
 class _Static:

@@ -57,7 +57,9 @@ class GuardCheck:
 def _same(observed, expected) -> bool:
     """Equal, with NaN equal to NaN (a guard on a NaN loss would otherwise never hold) and
     -0.0 unequal to 0.0 (``math.copysign``, ``str`` tell them apart), and the same inside the
-    lists of ``tolist``."""
+    lists of ``tolist``; a complex value part by part."""
+    if isinstance(expected, complex) and isinstance(observed, complex):
+        return _same(observed.real, expected.real) and _same(observed.imag, expected.imag)
     if isinstance(expected, float) and isinstance(observed, float):
         if observed == expected:
             return observed != 0.0 or math.copysign(1.0, observed) == math.copysign(1.0, expected)

@@ -122,3 +122,13 @@ def test_a_shape_numpy_decides_is_guarded_where_python_reads_it(fn):
     info = compiled.cache_info()
     assert (info["traces"], info["hits"], info["eager_calls"]) == (3, 1, 0)
 
+
+def test_a_complex_guard_tells_the_zeros_apart():
+    import cmath
+
+    @fusejit.compile
+    def phase(x):
+        return np.float64(cmath.phase(x.item()))
+
+    for z in (complex(-1, 0.0), complex(-1, -0.0), complex(-1, 0.0)):
+        assert_same(phase.fn(np.array(z)), phase(np.array(z)))

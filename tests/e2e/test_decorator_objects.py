@@ -122,3 +122,23 @@ def test_one_static_argname_may_be_a_string_and_any_name_goes_with_kwargs():
 
     compiled = fusejit.compile(keyed, static_argnames=("n",))
     assert_same(x * 2, compiled(x, n=2))
+
+
+class Scaler:
+    def __init__(self):
+        self.w = np.arange(4.0)
+
+    @fusejit.compile
+    def step(self, x):
+        return x * self.w
+
+
+def test_a_compiled_method_bound_to_an_object_explains_and_prints_for_it():
+    model, x = Scaler(), np.ones(4)
+    assert_same(x * model.w, model.step(x))
+    assert "status: compiled" in str(model.step.explain(x))
+    assert "mul" in model.step.ir(x)
+    assert model.step == model.step and model.step != Scaler().step
+    assert model.step.cache_info()["traces"] == 1
+    again = pickle.loads(pickle.dumps(model.step))
+    assert_same(x * model.w, again(x))

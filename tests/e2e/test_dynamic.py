@@ -919,6 +919,29 @@ def _bumped(opt):
     return opt.t
 
 
+class IdentityKeyed:
+    def __init__(self):
+        self.w = np.arange(3.0)
+
+    @fusejit.compile
+    def forward(self, x):
+        return x * self.w
+
+
+def test_objects_equal_only_to_themselves_are_not_kept_alive_by_the_cache():
+    scale = fusejit.compile(lambda layer, x: x * layer.w)
+    refs = []
+    for _ in range(3):
+        layer = IdentityKeyed()   # hashable by identity: keyed by it, as long as it lives
+        assert_same(np.ones(3) * layer.w, layer.forward(np.ones(3)))
+        assert_same(np.ones(3) * layer.w, scale(layer, np.ones(3)))
+        refs.append(weakref.ref(layer))
+        del layer
+    gc.collect()
+    assert not any(ref() for ref in refs)
+    assert scale.cache_info()["signatures"] == 0
+
+
 class Ready:
     def __init__(self):
         self.ready, self.t = False, 0
