@@ -90,8 +90,8 @@ def square_root(node: Node, ctx):
     x, exponent = node.inputs
     if not (_is_float_lit(exponent, 0.5) and x.type.dtype.kind == "f"):
         return None
-    if _numpy_power_half_is_sqrt(x.type.dtype):
-        return node.replace(op="sqrt", inputs=(x,))
+    if _numpy_power_half_is_sqrt(x.type.dtype) and not node.out.type.weak:
+        return node.replace(op="sqrt", inputs=(x,))   # a Python float's ``**`` is C pow
     dtype = x.type.dtype
     root = _temp("sqrt", (x,), node)
     plus_zero = _temp("add", (root.out, Lit(0.0, dtype)), node)

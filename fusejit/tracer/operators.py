@@ -10,10 +10,11 @@ import operator
 
 import numpy as np
 
+from ..ir import Lit
 from .context import surface
 from .guards import complex_power, guard_divisor, guard_power, guarded_value, python_divmod
 from .scalars import TracedFloat
-from .tracer import Tracer
+from .tracer import Tracer, wrap
 
 
 def _is_weak(x) -> bool:
@@ -126,8 +127,23 @@ def _power_shortcut(self, exponent):
     return np.sqrt if type(exponent) is float and exponent == 0.5 and inexact else None
 
 
+def _scalar_half_power(self):
+    """A NumPy float scalar's ``s ** 0.5``: NumPy's scalar math, C pow, whose
+    ``(-inf) ** 0.5`` is inf and ``(-0.0) ** 0.5`` +0.0 (``np.power``'s loop takes the square
+    root: nan and -0.0). Recorded as C pow's special cases around a square root."""
+    def record(rec, concrete, x, _):
+        dtype = x.value.dtype
+        var = rec.operand(x)
+        root = rec.emit("add", [rec.emit("sqrt", [var]), Lit(0.0, dtype)])
+        minus_inf = rec.emit("eq", [var, Lit(-np.inf, dtype)])
+        return wrap(rec, concrete, rec.emit("where", [minus_inf, Lit(np.inf, dtype), root]))
+    return surface(operator.pow, record, (self, 0.5), {})
+
+
 def _pow(forward, inplace):
     def power(self, exponent):
+        if isinstance(self.value, np.floating) and type(exponent) is float and exponent == 0.5:
+            return _scalar_half_power(self)
         ufunc = _power_shortcut(self, exponent)
         return forward(self, exponent) if ufunc is None else ufunc(self)
 

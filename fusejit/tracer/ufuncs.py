@@ -55,7 +55,8 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         kwargs.setdefault("axis", 0)
         if kwargs.get("out") is not None:
             raise _unsupported(f"{ufunc_label(ufunc)}.reduce with out=")
-        kwargs.pop("out", None)
+        for name in ("out", *_REDUCE_REFUSES.get(ufunc, ())):   # given as None: dropped
+            kwargs.pop(name, None)
         return REDUCE_METHODS[ufunc](*inputs, **kwargs)
     unknown = set(kwargs) - {"out", "casting"}
     if method != "__call__" or ufunc not in UFUNC_OPS or unknown or _matmul_of_dynamic(

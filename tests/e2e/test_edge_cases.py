@@ -1059,3 +1059,32 @@ def test_a_sum_over_no_elements_adds_numpys_plus_zero(body):
     for _ in range(2):
         assert_same(body(x), compiled(x))
         assert np.array_equal(np.signbit(body(x)), np.signbit(compiled(x)))
+
+
+def _scalar_half_powers(x, lr):
+    return x.sum() ** 0.5, x[0] ** 0.5, x * (x.sum() ** 0.5), np.arctan2(lr ** 0.5, -1.0)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_a_scalars_half_power_is_c_pow_as_numpys_scalar_math(dtype):
+    # NumPy scalars and Python floats: (-inf) ** 0.5 is inf, (-0.0) ** 0.5 is +0.0 (C pow);
+    # an array's ** 0.5 is its square root (nan, -0.0)
+    compiled = fusejit.compile(_scalar_half_powers)
+    for v in (4.0, -np.inf, -0.0, 9.0, -np.inf, -0.0):
+        x = np.array([v, 0.0], dtype)
+        want = quiet(_scalar_half_powers, x, abs(v) if v != 0 else v)
+        got = quiet(compiled, x, abs(v) if v != 0 else v)
+        for w, g in zip(want, got, strict=True):
+            assert_leaf_same(w, g)
+            assert np.array_equal(np.signbit(w), np.signbit(g))
+
+
+def test_reductions_of_ufuncs_given_none_for_options_they_lack():
+    def reduced(x):
+        return (np.maximum.reduce(x, axis=1, dtype=None), np.minimum.reduce(x, 0, None),
+                np.logical_or.reduce(x > 0, 1, None))
+
+    compiled = fusejit.compile(reduced)
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((3, 4))
+        assert_same(reduced(x), compiled(x))
