@@ -6,7 +6,9 @@ eagerly. Yet user code calls them on what already is an array, most often ``x = 
 at the top of a function. While a trace runs, those attributes of the ``numpy`` module are
 wrapped: a traced array as the first argument gets what NumPy gives an array (itself, a cast,
 a copy, a reshape for ``ndmin``), recorded like any other op, and a flat list of arrays some of
-which are traced gets their stack. Every other call goes to NumPy unchanged. Code that imported
+which are traced gets their stack. Every other call goes to NumPy unchanged. ``np.arange``
+is wrapped too: an ``.item()`` value among its arguments is guarded, since its C code reads
+the float itself and the result's length depends on it. Code that imported
 a constructor by name (``from numpy import asarray``) keeps NumPy's, and so the eager fallback.
 
 Only conversions whose result does not depend on the memory layout are modelled: whether
@@ -49,6 +51,8 @@ def traced_conversions():
             for name, convert in _CONVERTERS.items():
                 _originals[name] = getattr(np, name)
                 setattr(np, name, _wrapper(_originals[name], convert))
+            _originals["arange"] = np.arange
+            setattr(np, "arange", _guarding(np.arange))
         _depth += 1
     try:
         yield
@@ -77,6 +81,20 @@ def _wrapper(original, convert):
                 result = convert(first, *args[1:], **kwargs)
                 if result is not NotImplemented:
                     return result
+        return original(*args, **kwargs)
+    return wrapper
+
+
+def _guarding(original):
+    """``np.arange(v)`` of an ``.item()`` value: NumPy's C code reads the float itself, and
+    the result's length depends on it, so the value is guarded (a new one traces again)."""
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        from .scalars import TracedFloat
+        if active() is not None:
+            args = tuple(a._guard() if isinstance(a, TracedFloat) else a for a in args)
+            kwargs = {k: v._guard() if isinstance(v, TracedFloat) else v
+                      for k, v in kwargs.items()}
         return original(*args, **kwargs)
     return wrapper
 

@@ -132,6 +132,9 @@ def _next_use() -> tuple[str, str]:
     its caller: the caller's next instruction decides (``s = rms(x)`` then ``x / s``: "other")."""
     frames = user_frames(2)
     for depth, frame in enumerate(frames):
+        callee = "float" if depth == 0 else frames[depth - 1].f_code.co_name
+        if _callee(frame) != callee:
+            return "other", ""   # C code calling it (``sorted(map(float, xs))``) compares
         after = _following(frame)
         names = [i.opname for i in after]
         if names[:1] == ["RETURN_VALUE"]:
@@ -144,6 +147,34 @@ def _next_use() -> tuple[str, str]:
             return "format", after[0].argval
         return "other", ""
     return "other", ""
+
+
+LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_METHOD", "LOAD_ATTR")
+
+
+def _callee(frame) -> str | None:
+    """The name of what the call ``frame`` is making calls (``float`` for ``float(t)``,
+    ``rms`` for ``rms(x)`` or ``self.rms(x)``), found walking back over the call's
+    straight-line bytecode to the instruction that pushed the callable; None where it is not
+    a name. A value C code got on the body's behalf (``sorted(map(float, xs))``, ``min``,
+    ``filter``), whose result then depends on comparisons, is not from such a call."""
+    instructions = list(dis.get_instructions(frame.f_code))
+    at = next((i for i, ins in enumerate(instructions) if ins.offset == frame.f_lasti), None)
+    if at is None:
+        return None
+    if instructions[at].opname == "CALL" and at and instructions[at - 1].opname == "PRECALL":
+        at -= 1
+    call = instructions[at]
+    if call.opname not in ("PRECALL", "CALL") or call.arg is None:
+        return None
+    depth = 0
+    for ins in reversed(instructions[:at]):
+        if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
+            return None
+        depth += dis.stack_effect(ins.opcode, ins.arg)
+        if depth > call.arg:
+            return ins.argval if ins.opname in LOADS else None
+    return None
 
 
 def _following(frame) -> list:

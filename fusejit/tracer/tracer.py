@@ -251,9 +251,29 @@ class Tracer:
         return bool(np.any(self == value))
 
     def __iter__(self):
+        """The rows, as NumPy iterates; a NumPy scalar or 0-d array refuses at once, as
+        eagerly (``np.iterable(x.sum())`` is False)."""
+        value = self.__dict__.get("value")
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"'{type(value).__name__}' object is not iterable")
+        if value.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
         note_shape_seen(self)
-        for i in range(len(self.value)):
-            yield self[i]
+        return (self[i] for i in range(len(value)))
+
+    def __reduce_ex__(self, protocol):
+        """``pickle.dumps(x)``: the value, NumPy's; the signature runs eagerly."""
+        recorder = self.__dict__.get("recorder")
+        if recorder is not None and active() is recorder:
+            recorder.set_fallback("pickling a traced value")
+        return self.value.__reduce_ex__(protocol)
+
+    def __bytes__(self):
+        """``bytes(x)``: the raw memory, NumPy's; the signature runs eagerly."""
+        recorder = self.__dict__.get("recorder")
+        if recorder is not None and active() is recorder:
+            recorder.set_fallback("bytes() of a traced value reads its raw memory")
+        return bytes(self.value)
 
     # -- indexing -----------------------------------------------------------------------------
     def __getitem__(self, key):

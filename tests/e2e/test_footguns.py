@@ -901,3 +901,42 @@ def test_membership_in_a_numpy_scalar_raises_pythons_type_error():
 
     with pytest.raises(TypeError, match="not iterable"):
         in_sum(np.ones(3))
+
+
+def _arange_to_item(x):
+    return np.arange(x.max().item()) * 2.0
+
+
+def _bounds_of_a_scalar(x):
+    m = x.max()
+    bounds = m if np.iterable(m) else [m, m]
+    return x - bounds[0] + len(bounds)
+
+
+def _raw_bytes_and_pickle(x):
+    import pickle
+    return x * len(bytes(x)) + pickle.loads(pickle.dumps(x))
+
+
+@pytest.mark.parametrize("fn", [_arange_to_item, _bounds_of_a_scalar, _raw_bytes_and_pickle])
+def test_c_code_reading_traced_values_answers_as_numpy(fn):
+    compiled = fusejit.compile(fn)
+    for v in ([2.0, 1.0], [3.0, 1.0], [5.0, 4.0]):
+        x = np.array(v)
+        assert_same(fn(x), compiled(x))
+
+
+def _sorted_floats(a, b):
+    return sorted(map(float, [a.sum(), b.sum()]))
+
+
+def _least_float(a, b):
+    return min(map(lambda t: float(t.sum()), [a, b]))
+
+
+@pytest.mark.parametrize("fn", [_sorted_floats, _least_float])
+def test_floats_that_c_code_compares_before_returning_them_are_guarded(fn):
+    compiled = fusejit.compile(fn)        # float() called by map: sorted and min compare them
+    for a, b in ((1.0, 2.0), (5.0, 2.0), (3.0, -4.0), (1.0, 2.0)):
+        args = (np.array([a]), np.array([b]))
+        assert fn(*args) == compiled(*args)
