@@ -52,7 +52,7 @@ def traced_conversions():
                 _originals[name] = getattr(np, name)
                 setattr(np, name, _wrapper(_originals[name], convert))
             _originals["arange"] = np.arange
-            setattr(np, "arange", _guarding(np.arange))
+            np.arange = _guarding(np.arange)
         _depth += 1
     try:
         yield
