@@ -16,7 +16,7 @@ def may_raise(node: Node) -> bool:
     ``h`` afterwards still raises IndexError in eager NumPy), an integer power (a negative
     exponent), or an opaque NumPy call (``np.linalg.inv`` of a singular matrix), except a
     boolean-mask read and an elementwise op that a host op runs (``tracer.dynamic``), which
-    raises only as the op itself does."""
+    raises only as the op itself does or where its operands' shapes stop broadcasting."""
     if node.op in INDEXING_OPS:
         first = 1 if node.op == "gather" else 2
         return any(isinstance(v, Var) and v.type.dtype.kind in "iu" for v in node.inputs[first:])
@@ -24,7 +24,8 @@ def may_raise(node: Node) -> bool:
         return all(isinstance(v, Var) and v.type.dtype.kind in "iu" or
                    isinstance(v, Lit) and v.dtype.kind in "iu" for v in node.inputs)
     if node.op == "host" and node.attr.get("elementwise"):   # an op on a data-dependent shape
-        return node.attr["name"] == "pow" and node.out.type.dtype.kind in "iu"
+        arrays = [v for v in node.inputs if v.type.ndim > 0]   # may no longer broadcast
+        return len(arrays) > 1 or node.attr["name"] == "pow" and node.out.type.dtype.kind in "iu"
     if node.op == "host":
         masks_only = node.attr.get("name") == "getitem" and all(
             v.type.dtype == np.bool_ for v in node.inputs[1:] if isinstance(v, Var))

@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+import types
 import weakref
 
 from .. import config, fperrors
@@ -461,11 +462,14 @@ class CompiledFunction:
 
 
 class BoundCompiled:
-    """``obj.method`` of a compiled method, as a bound method is: calls, ``explain`` and
-    ``ir`` take ``obj`` as the first argument; other attributes are the compiled function's
-    (``cache_info``)."""
+    # ``obj.method`` of a compiled method, as a bound method is: calls, ``explain`` and ``ir``
+    # take ``obj`` as the first argument; other attributes are the compiled function's
+    # (``cache_info``). As ``types.MethodType`` gives: the method's docstring, and ``inspect``
+    # sees the function bound (its signature without ``self``).
 
-    __slots__ = ("__func__", "__self__")
+    __slots__ = ("__func__", "__self__", "__weakref__")
+    __doc__ = property(lambda self: self.__func__.__doc__)
+    __wrapped__ = property(lambda self: types.MethodType(self.__func__.fn, self.__self__))
 
     def __init__(self, func: CompiledFunction, obj):
         self.__func__, self.__self__ = func, obj

@@ -8,7 +8,8 @@ wrapped: a traced array as the first argument gets what NumPy gives an array (it
 a copy, a reshape for ``ndmin``), recorded like any other op, and a flat list of arrays some of
 which are traced gets their stack. Every other call goes to NumPy unchanged. ``np.arange``
 is wrapped too: an ``.item()`` value among its arguments is guarded, since its C code reads
-the float itself and the result's length depends on it. Code that imported
+the float itself and the result's length depends on it (``from numpy import arange`` keeps
+NumPy's, which reads the traced value with no guard: README, "Sharp edges"). Code that imported
 a constructor by name (``from numpy import asarray``) keeps NumPy's, and so the eager fallback.
 
 Only conversions whose result does not depend on the memory layout are modelled: whether

@@ -156,10 +156,13 @@ def _callee(frame) -> str | None:
     """The name of what the call ``frame`` is making calls (``float`` for ``float(t)``,
     ``rms`` for ``rms(x)`` or ``self.rms(x)``), found walking back over the call's
     straight-line bytecode to the instruction that pushed the callable; None where it is not
-    a name. A value C code got on the body's behalf (``sorted(map(float, xs))``, ``min``,
+    a name, or where the call's arguments branch (``float(a if c else b)``: guarded, the safe
+    side). A value C code got on the body's behalf (``sorted(map(float, xs))``, ``min``,
     ``filter``), whose result then depends on comparisons, is not from such a call."""
     instructions = list(dis.get_instructions(frame.f_code))
-    at = next((i for i, ins in enumerate(instructions) if ins.offset == frame.f_lasti), None)
+    # f_lasti may point into the call's inline cache entries, which dis does not list
+    at = next((i for i in range(len(instructions) - 1, -1, -1)
+               if instructions[i].offset <= frame.f_lasti), None)
     if at is None:
         return None
     if instructions[at].opname == "CALL" and at and instructions[at - 1].opname == "PRECALL":
@@ -168,13 +171,21 @@ def _callee(frame) -> str | None:
     if call.opname not in ("PRECALL", "CALL") or call.arg is None:
         return None
     depth = 0
-    for ins in reversed(instructions[:at]):
+    for start in range(at - 1, -1, -1):
+        ins = instructions[start]
         if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
             return None
         depth += dis.stack_effect(ins.opcode, ins.arg)
         if depth > call.arg:
-            return ins.argval if ins.opname in LOADS else None
-    return None
+            break
+    else:
+        return None
+    name = instructions[start].argval if instructions[start].opname in LOADS else None
+    for ins in instructions[start + 1:at]:    # ``helpers.loss(x)``, ``builtins.float(t)``
+        if ins.opname not in ("LOAD_ATTR", "LOAD_METHOD"):
+            break
+        name = ins.argval
+    return name
 
 
 def _following(frame) -> list:

@@ -148,6 +148,8 @@ def _pow(forward, inplace):
         return forward(self, exponent) if ufunc is None else ufunc(self)
 
     def power_in_place(self, exponent):
+        if isinstance(self.value, np.floating) and type(exponent) is float and exponent == 0.5:
+            return _scalar_half_power(self)   # a scalar's ``**=`` is its ``**``
         ufunc = _power_shortcut(self, exponent)
         return inplace(self, exponent) if ufunc is None else ufunc(self, out=(self,))
     return power, power_in_place

@@ -21,7 +21,7 @@ STATE_CHANGED = ("Python state that replay would not update: {} {} in the body (
                  "compiles when kept in a NumPy array updated in place, such as a 0-d np.int64 "
                  "step count)")
 ABSENT = object()   # a name or item that is not there (before the body made it, or removed)
-_NESTED = 3         # levels of lists and dicts looked into below an attribute
+NESTED = 3          # levels of lists and dicts looked into below an attribute
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
 
 
@@ -89,7 +89,7 @@ def change_text(old, new) -> str:
     return f"changed from {shown(old)} to {shown(new)}"
 
 
-def plain_values(container, depth: int = _NESTED) -> dict:
+def plain_values(container, depth: int = NESTED) -> dict:
     """Path (a tuple of keys) -> plain value, in a list or dict and the lists and dicts it
     holds, ``depth`` levels down."""
     found = {}

@@ -289,26 +289,33 @@ def _store(obj, name: str, value) -> None:
 _MISSING = object()
 
 
-def _items(container, path=()) -> list:
-    """(path, id(item)) pairs, of the lists and dicts inside too (``o.layers[0]["w"] = ...``):
-    a container changed when they differ."""
+def _items(container, path=(), seen=None) -> list:
+    """(path, id(item)) pairs, of the lists and dicts inside too (``o.layers[0]["w"] = ...``,
+    as deep as ``pystate`` looks for plain values; each container once, so one that holds
+    itself ends): a container changed when they differ."""
+    seen = set() if seen is None else seen
+    seen.add(id(container))
     pairs = container.items() if type(container) is dict else enumerate(container)
     found = []
-    for key, item in pairs:
+    for key, item in list(pairs):
         found.append((path + (key,), id(item)))
-        if type(item) in (list, dict):
-            found += _items(item, path + (key,))
+        deeper = len(path) + 1 < pystate.NESTED
+        if type(item) in (list, dict) and id(item) not in seen and deeper:
+            found += _items(item, path + (key,), seen)
     return found
 
 
-def _unwrap_in_place(container) -> None:
+def _unwrap_in_place(container, seen=None) -> None:
     """The concrete values in place of the proxies the body stored into ``container`` and the
     lists and dicts inside it: the caller's objects never keep a proxy."""
-    pairs = list(container.items() if type(container) is dict else enumerate(container))
-    for key, item in pairs:
+    seen = set() if seen is None else seen
+    seen.add(id(container))
+    for key, item in list(container.items() if type(container) is dict
+                          else enumerate(container)):
         if type(item) in (list, dict):
-            _unwrap_in_place(item)
-        elif type(container) is not tuple:
+            if id(item) not in seen:
+                _unwrap_in_place(item, seen)
+        else:
             container[key] = unwrap(item)
 
 

@@ -196,7 +196,9 @@ class Tracer:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         recorder = self.__dict__.get("recorder")
         if recorder is not None and active() is recorder:
-            recorder.set_fallback(f"{owner.__name__}.{name} is not traced by fusejit")
+            recorder.set_fallback(f"conversion to a NumPy array ({name}) of a traced value"
+                                  if name == "__array_interface__" else   # NumPy's C code asks
+                                  f"{owner.__name__}.{name} is not traced by fusejit")
         return getattr(value if owner is not np.ndarray else np.asarray(value), name)
 
     def __setattr__(self, name, value):
@@ -248,6 +250,8 @@ class Tracer:
         if not isinstance(self.__dict__.get("value"), np.ndarray):
             kind = type(self.__dict__.get("value")).__name__
             raise TypeError(f"argument of type '{kind}' is not iterable")
+        if isinstance(value, (str, bytes)):   # never equal to a number: NumPy's False
+            return value in self.value
         return bool(np.any(self == value))
 
     def __iter__(self):

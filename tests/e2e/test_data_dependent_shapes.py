@@ -132,3 +132,15 @@ def test_a_complex_guard_tells_the_zeros_apart():
 
     for z in (complex(-1, 0.0), complex(-1, -0.0), complex(-1, 0.0)):
         assert_same(phase.fn(np.array(z)), phase(np.array(z)))
+
+
+def test_an_unused_op_of_two_selections_still_raises_numpys_broadcast_error():
+    @fusejit.compile
+    def doubled(x):
+        x[x > 0] * x[x < 0]    # noqa: B018 -- unused; NumPy raises once the counts differ
+        return x * 2
+
+    balanced = np.array([1.0, -1.0, 2.0, -2.0])
+    assert_same(doubled.fn(balanced), doubled(balanced))
+    with pytest.raises(ValueError, match="broadcast"):
+        doubled(np.array([1.0, 2.0, 3.0, 0.0]))

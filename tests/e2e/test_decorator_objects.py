@@ -142,3 +142,12 @@ def test_a_compiled_method_bound_to_an_object_explains_and_prints_for_it():
     assert model.step.cache_info()["traces"] == 1
     again = pickle.loads(pickle.dumps(model.step))
     assert_same(x * model.w, again(x))
+
+
+def test_a_bound_compiled_method_reads_as_a_bound_method():
+    import inspect
+    import weakref
+    model = Scaler()
+    assert model.step.__doc__ == Scaler.step.__doc__
+    assert list(inspect.signature(model.step).parameters) == ["x"]
+    assert weakref.ref(model.step)() == model.step

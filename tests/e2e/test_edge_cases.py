@@ -1088,3 +1088,15 @@ def test_reductions_of_ufuncs_given_none_for_options_they_lack():
     for seed in range(2):
         x = np.random.default_rng(seed).standard_normal((3, 4))
         assert_same(reduced(x), compiled(x))
+
+
+def test_a_scalars_in_place_half_power_is_its_half_power():
+    def rooted(x):
+        s = x.sum()
+        s **= 0.5
+        return s
+
+    compiled = fusejit.compile(rooted)
+    for v in (4.0, -np.inf, -0.0, -np.inf):
+        x = np.array([v, 0.0])
+        assert_leaf_same(quiet(rooted, x), quiet(compiled, x))

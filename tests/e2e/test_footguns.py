@@ -940,3 +940,30 @@ def test_floats_that_c_code_compares_before_returning_them_are_guarded(fn):
     for a, b in ((1.0, 2.0), (5.0, 2.0), (3.0, -4.0), (1.0, 2.0)):
         args = (np.array([a]), np.array([b]))
         assert fn(*args) == compiled(*args)
+
+
+def _total_via_module(x):
+    from tests.e2e import float_helpers
+    return float_helpers.total(x)
+
+
+def test_a_float_returned_through_another_modules_helper_is_not_guarded():
+    compiled = fusejit.compile(_total_via_module)
+    for v in (1.0, 2.0, 3.0):
+        assert compiled(np.full(3, v)) == 3 * v
+    assert compiled.cache_info()["traces"] == 1
+
+
+def test_a_list_attribute_that_holds_itself_is_walked_once():
+    import types
+    loop = []
+    loop.append(loop)
+    holder = types.SimpleNamespace(loop=loop, w=np.arange(3.0))
+    compiled = fusejit.compile(lambda h, x: x * h.w)
+    for _ in range(2):
+        assert_same(np.ones(3) * holder.w, compiled(holder, np.ones(3)))
+
+
+def test_text_is_never_in_a_numeric_array():
+    compiled = fusejit.compile(lambda x: x * ("a" in x))
+    assert_same(np.ones(2) * 0, compiled(np.ones(2)))

@@ -127,7 +127,8 @@ def test_host_ops_between_kernels():
 def test_mask_read_is_a_host_op_whose_shape_is_not_guarded():
     tr = trace(lambda x: x[x > 0] * 2, (X,), {})
     assert tr.guards == () and [n.op for n in tr.graph.nodes].count("host") == 2
-    other = -X       # another count of positive elements: the same program, NumPy's answer
+    other = X + 1    # another count of positive elements: the same program, NumPy's answer
+    assert (other > 0).sum() != (X > 0).sum()
     (got,), _ = replay(tr, [other])
     np.testing.assert_array_equal(got, other[other > 0] * 2)
 
@@ -158,7 +159,9 @@ def test_unique_and_nonzero_results_keep_numpys_shapes():
     fn = lambda x: (np.unique(np.round(x)), *np.nonzero(x > 0))  # noqa: E731
     tr = trace(fn, (X,), {})
     assert tr.fallback is None and tr.guards == ()
-    other = X * 3
+    other = np.round(X * 3) + 0.5    # other counts of unique values and of positive ones
+    assert (other > 0).sum() != (X > 0).sum() and len(np.unique(np.round(other))) != len(
+        np.unique(np.round(X)))
     got, _ = replay(tr, [other])
     for g, e in zip(got, fn(other), strict=True):
         np.testing.assert_array_equal(g, e)
