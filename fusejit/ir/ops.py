@@ -227,12 +227,13 @@ register(OpDef("repeat", INJECTIVE, lambda x, repeats, axis: np.repeat(x, repeat
 register(OpDef("split", VIEW, _split))
 register(OpDef("matmul", MATMUL, np.matmul, 2))
 
-def _host_impl(*arrays, fn, name, spec, nout, elementwise=False):
+def _host_impl(*arrays, fn, name, spec, nout, elementwise=False, varies=False):
     """An opaque NumPy call (``host np.linalg.solve a, b``): ``spec`` is the call's
     ``(args, kwargs)`` template whose ``("__operand__", k)`` placeholders are ``arrays[k]``
     (``("__operand__", k, float)``: a Python number the body passed, given back as one, so
     NumPy promotes it as the weak scalar it was). ``elementwise``: the NumPy reference of the
-    elementwise op ``name``, on a value whose shape depends on data (``tracer.dynamic``)."""
+    elementwise op ``name``; ``varies``: on a value whose shape depends on data
+    (``tracer.dynamic``)."""
     args, kwargs = host_arguments(arrays, spec)
     return host_results(fn(*args, **kwargs))
 

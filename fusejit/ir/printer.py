@@ -49,7 +49,7 @@ def node_line(node: Node, namer: Namer, indent: str) -> list[str]:
     binders = ", ".join(f"{namer.bind(v)}: {v.type}" for v in node.outputs)
     operands = [namer.ref(v) for v in node.inputs]
     hidden = {"fused": ("body", "name", "kind"),
-              "host": ("fn", "name", "spec", "nout", "elementwise")}
+              "host": ("fn", "name", "spec", "nout", "elementwise", "varies")}
     attrs = [format_attr(k, v) for k, v in node.attrs if k not in hidden.get(node.op, ())]
     head = node.op
     if node.op == "host":

@@ -26,6 +26,8 @@ def may_raise(node: Node) -> bool:
     if node.op == "host" and node.attr.get("elementwise"):   # an op on a data-dependent shape
         arrays = [v for v in node.inputs if v.type.ndim > 0]   # may no longer broadcast
         return len(arrays) > 1 or node.attr["name"] == "pow" and node.out.type.dtype.kind in "iu"
+    if node.op == "host" and node.attr.get("varies"):   # a mask may no longer fit
+        return True
     if node.op == "host":
         masks_only = node.attr.get("name") == "getitem" and all(
             v.type.dtype == np.bool_ for v in node.inputs[1:] if isinstance(v, Var))

@@ -336,6 +336,8 @@ def unwrap(x):
         return type(x)(unwrap(v) for v in x)
     if type(x) is dict:
         return {k: unwrap(v) for k, v in x.items()}
+    if isinstance(x, tuple) and hasattr(type(x), "_make"):   # np.unique_counts' result
+        return type(x)._make(unwrap(v) for v in x)
     return x
 
 

@@ -112,6 +112,8 @@ def settle(rec) -> None:
             continue
         if _elementwise(node):
             rec.nodes[index] = as_host(node)
+        elif node.op == "host":   # may raise where eager NumPy does (dce.may_raise)
+            rec.nodes[index] = node.replace(attrs={**node.attr, "varies": True})
         varying.update(v for v in node.outputs if v.type.ndim > 0 and v not in pinned)
     producers = {v: node for node in rec.nodes for v in node.outputs}
     pinned -= {g.var for g in rec.guards if g.convert == "shape"}
@@ -129,8 +131,9 @@ def _pinned(rec) -> set:
     pinned = {v for v in dynamic if v in rec.shape_seen}
     pinned.update(g.var for g in rec.guards if g.var in dynamic)
     for node in rec.nodes:
-        if node.op == "host" or node.op in STORES or _elementwise(node):
-            continue
+        basic_store = node.op in STORES and len(node.inputs) == 2   # ``v[:2] = w``: a slice
+        if node.op == "host" or _elementwise(node) or node.op in STORES and not basic_store:
+            continue                                                # planned for the shape
         pinned.update(v for v in node.inputs
                       if isinstance(v, Var) and dynamic.get(v) in (ROOT, DATA))
     return pinned
@@ -147,7 +150,7 @@ def as_host(node: Node) -> Node:
     kwargs = tuple(sorted(node.attr.items()))
     spec = (("__tuple__", *args), ("__dict__", *kwargs))
     attrs = {"fn": opdef.impl, "name": node.op, "spec": spec, "nout": len(node.outputs),
-             "elementwise": True}
+             "elementwise": True, "varies": True}
     return Node("host", tuple(operands), node.outputs, attrs, node.loc)
 
 

@@ -46,6 +46,10 @@ def handle_function(func, args, kwargs):
         return func(*unwrap(args), **unwrap(kwargs))
     record = FUNCTIONS.get(func)
     if record is None or _of_dynamic(func, args, kwargs):
+        if func is np.squeeze and kwargs.get("axis") is None and len(args) < 2:
+            for arg in args[:1]:   # a count of one drops the axis: its ndim follows the data
+                if isinstance(arg, Tracer):
+                    note_shape_seen(arg, always=True)
         from .host import host_call
         return host_call(func, function_label(func), args, kwargs)
     return surface(func, _or_host_op(func, record), args, kwargs)

@@ -51,6 +51,7 @@ class ViewLink:
 _OWN_SLOTS = frozenset({"value", "recorder", "link", "owns", "path", "masked_read"})
 # ndarray's protocols for other libraries: raw memory or another array API. The body may ask
 # for one (``hasattr(x, "__array_namespace__")``): it gets the array's, and runs eagerly.
+ARRAY_CONVERSION = "conversion to a NumPy array (__array__) of a traced value"
 PROTOCOLS = frozenset({"__array_interface__", "__array_namespace__", "__dlpack__",
                        "__dlpack_device__"})
 
@@ -140,7 +141,7 @@ class Tracer:
     def __array__(self, dtype=None, copy=None):
         recorder = active()
         if recorder is not None:
-            recorder.set_fallback("conversion to a NumPy array (__array__) of a traced value")
+            recorder.set_fallback(ARRAY_CONVERSION)
         # NumPy 2's protocol: copy=True asks for a new array (NumPy does not copy it again),
         # copy=False forbids one.
         value = np.asarray(self.value)
@@ -191,14 +192,14 @@ class Tracer:
         value = self.__dict__.get("value")
         # a Python float argument, a NumPy scalar (``s.is_integer()``), or an array
         owner = type(value) if isinstance(value, (float, np.generic)) else np.ndarray
-        private = name.startswith("_") and name not in PROTOCOLS
+        # (a scalar's array interface points into a temporary array: not handed out)
+        private = name.startswith("_") and (name not in PROTOCOLS or owner is not np.ndarray)
         if private or name in _OWN_SLOTS or not hasattr(owner, name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         recorder = self.__dict__.get("recorder")
         if recorder is not None and active() is recorder:
-            recorder.set_fallback(f"conversion to a NumPy array ({name}) of a traced value"
-                                  if name == "__array_interface__" else   # NumPy's C code asks
-                                  f"{owner.__name__}.{name} is not traced by fusejit")
+            recorder.set_fallback(ARRAY_CONVERSION if name == "__array_interface__"  # NumPy's
+                                  else f"{owner.__name__}.{name} is not traced by fusejit")
         return getattr(value if owner is not np.ndarray else np.asarray(value), name)
 
     def __setattr__(self, name, value):

@@ -163,6 +163,8 @@ def write_out(rec, target, var):
     """``var`` cast and broadcast into an ``out=`` target (a proxy or a plain array), as NumPy
     writes it; returns what NumPy returns."""
     target_value = target.value if isinstance(target, Tracer) else target
+    if isinstance(target, Tracer) and rec.dynamic.get(target.ir_var):
+        rec.shape_seen.add(target.ir_var)   # written at its traced shape: guarded (dynamic.py)
     var = rec.broadcast(rec.cast(var, target_value.dtype), target_value.shape)
     write(rec, target, var)
     if not isinstance(target, Tracer) and body_created(rec, target):

@@ -144,3 +144,52 @@ def test_an_unused_op_of_two_selections_still_raises_numpys_broadcast_error():
     assert_same(doubled.fn(balanced), doubled(balanced))
     with pytest.raises(ValueError, match="broadcast"):
         doubled(np.array([1.0, 2.0, 3.0, 0.0]))
+
+
+def _slice_store_into_selection(x, w):
+    v = x[x > 0]
+    v[:2] = w * 2           # a slice, planned for the traced count: guarded
+    return v
+
+
+def _ufunc_into_selection(x, w):
+    v = x[x > 0]
+    np.add(x.sum(), 0.0, out=v)
+    return v, v.sum()
+
+
+def _squeezed_selection(x, w):
+    v = x[x > 0].squeeze()  # one selected element drops the axis
+    return np.exp(v) + 1, v * 10 if v.ndim == 0 else v * 2
+
+
+def _mask_of_another_selection(x, w):
+    a, b = x[x > 0], x[x < 2]
+    a[b > 0]                # noqa: B018 -- unused; NumPy raises once the counts differ
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_slice_store_into_selection, _ufunc_into_selection,
+                                _squeezed_selection, _mask_of_another_selection])
+def test_selections_used_at_their_traced_shape_answer_as_numpy(fn):
+    compiled = fusejit.compile(fn)
+    w = np.array([0.5, 0.25])
+    for x in ([-1.0, -2.0, 3.0, 4.0], [1.0, 2.0, -1.0, -1.0], [3.0, 1.0, 2.0, 4.0],
+              [-1.0, 5.0, -2.0, -3.0], [-1.0, -2.0, -3.0, -4.0], [1.0, 2.0, 5.0, 0.5]):
+        x = np.array(x)
+        try:
+            want = fn(x.copy(), w)
+        except (ValueError, IndexError) as exc:
+            with pytest.raises(type(exc)):
+                compiled(x.copy(), w)
+            continue
+        assert_same(want, compiled(x.copy(), w))
+
+
+def test_a_namedtuple_of_traced_arrays_is_numpys_sequence():
+    @fusejit.compile
+    def counted(x):
+        return np.concatenate(np.unique_counts(x)) * 2
+
+    for x in ([1.0, 2.0, 2.0, 3.0], [1.0, 1.0, 1.0, 4.0]):
+        assert_same(counted.fn(np.array(x)), counted(np.array(x)))
