@@ -157,6 +157,22 @@ def _check_plain_items(recorder, snap, name: str, container) -> None:
         recorder.state_changed(_watch(snap, name, path), old, new)
 
 
+def _check_removed(recorder, snap, name: str, container) -> None:
+    """An item the body removed from a list or dict attribute, or from one inside it
+    (``self.cache.pop(k)``): a replay would not remove it again, where eager code raises
+    ``KeyError`` on the next call's pop. That call runs as traced and the next one traces
+    again (``pystate``): a removal made once then compiles."""
+    if recorder.fallback is not None:
+        return
+    now = {path for path, _ in _items(container)}
+    gone = next((path for path, _ in snap.lists[name] if path not in now), None)
+    if gone is not None:
+        watch = _watch(snap, name, gone)
+        recorder.watches.append(watch)
+        recorder.set_fallback(f"Python state that replay would not update: {watch.label} "
+                              "removed in the body", None, retry=True)
+
+
 def _watch(snap, name: str, path: tuple = ()) -> pystate.Watch:
     """Where ``snap.obj.name`` (then its items ``path``) is read again before a replay."""
     label = f"{snap.label}.{name}{pystate.path_text(path)}"
@@ -211,6 +227,7 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
             _unwrap_in_place(value)
         elif name in snap.lists:
             _check_plain_items(recorder, snap, name, value)
+            _check_removed(recorder, snap, name, value)
         return None
     leaves, treedef = flatten(value)
     if _release_objects(recorder, [x for x in leaves if _object(x)], f"{label}", MAX_DEPTH):

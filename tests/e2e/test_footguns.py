@@ -967,3 +967,30 @@ def test_a_list_attribute_that_holds_itself_is_walked_once():
 def test_text_is_never_in_a_numeric_array():
     compiled = fusejit.compile(lambda x: x * ("a" in x))
     assert_same(np.ones(2) * 0, compiled(np.ones(2)))
+
+
+def _pop_every_call(o, x):
+    o.cache.pop("y")
+    return x * 2
+
+
+def _pop_once(o, x):
+    o.cache.pop("stale", None)
+    return x * 2
+
+
+def test_items_removed_from_an_attribute_are_removed_as_eagerly():
+    import types
+    make = lambda: types.SimpleNamespace(cache={"y": np.ones(2), "stale": np.ones(2)})  # noqa: E731
+    for fn, traces in ((_pop_every_call, 1), (_pop_once, 2)):   # a raising trace: no count
+        compiled, eager, traced = fusejit.compile(fn), make(), make()
+        for _ in range(3):
+            try:
+                want = fn(eager, np.ones(2))
+            except KeyError:
+                with pytest.raises(KeyError):
+                    compiled(traced, np.ones(2))
+                continue
+            assert_same(want, compiled(traced, np.ones(2)))
+            assert eager.cache.keys() == traced.cache.keys()
+        assert compiled.cache_info()["traces"] == traces
