@@ -40,16 +40,17 @@ def is_dynamic(rec, item) -> bool:
 def reads_dynamic(rec, args, kwargs) -> bool:
     """An argument of a call (at any depth of lists, tuples and dicts) is data-dependent."""
     return rec is not None and bool(rec.dynamic) and any(
-        is_dynamic(rec, leaf) for leaf in _leaves((args, kwargs)))
+        is_dynamic(rec, leaf) for leaf in call_leaves((args, kwargs)))
 
 
-def _leaves(item):
+def call_leaves(item):
+    """The items of a call's arguments, inside lists, tuples and dicts."""
     if type(item) in (list, tuple):
         for x in item:
-            yield from _leaves(x)
+            yield from call_leaves(x)
     elif type(item) is dict:
         for x in item.values():
-            yield from _leaves(x)
+            yield from call_leaves(x)
     else:
         yield item
 

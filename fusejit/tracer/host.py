@@ -19,7 +19,7 @@ from ..errors import EagerFallback
 from ..ir import TensorType
 from ..ir.types import numeric
 from .context import active, surface, unwrap
-from .dynamic import note_host_results
+from .dynamic import call_leaves, note_host_results
 from .guards import add_guard
 from .tracer import Tracer, wrap
 
@@ -150,7 +150,7 @@ def _refuse_identity(results, name, args, kwargs) -> None:
     depend on that value, which a replay does not check, so the signature runs eagerly. Given
     arrays and static options alone (``np.atleast_2d(x)``), it depends on what the signature
     fixes (ndim, shape, dtype)."""
-    leaves = list(_leaves((args, kwargs)))
+    leaves = list(call_leaves((args, kwargs)))
     if not any(isinstance(item, Tracer) and np.ndim(item.value) == 0 for item in leaves):
         return
     operands = {id(item.value if isinstance(item, Tracer) else item) for item in leaves}
@@ -163,23 +163,12 @@ def _note_views(rec, results, name, args, kwargs) -> None:
     """Results that share memory with an operand (``np.flip(h)``) are views the IR does not
     model: a later write into the operand would not reach them on a replay
     (``tracer.check_opaque_views``)."""
-    operands = [item.value if isinstance(item, Tracer) else item for item in _leaves((args,
-                                                                                     kwargs))]
+    leaves = call_leaves((args, kwargs))
+    operands = [item.value if isinstance(item, Tracer) else item for item in leaves]
     operands = [a for a in operands if isinstance(a, np.ndarray)]
     for r in results:
         if isinstance(r, np.ndarray) and any(np.may_share_memory(r, a) for a in operands):
             rec.opaque_views.append((r, name))
-
-
-def _leaves(item):
-    if type(item) in (list, tuple):
-        for x in item:
-            yield from _leaves(x)
-    elif type(item) is dict:
-        for x in item.values():
-            yield from _leaves(x)
-    else:
-        yield item
 
 
 def _same_container(concrete, items):
