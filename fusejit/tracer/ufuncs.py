@@ -10,7 +10,7 @@ import numpy as np
 import scipy.special
 
 from ..errors import EagerFallback, UnsupportedError
-from ..ir import Lit, indexing
+from ..ir import Lit, Var, indexing
 from .context import active, surface, unwrap
 from .loc import current_loc
 from .tracer import Tracer, wrap, write
@@ -163,8 +163,10 @@ def write_out(rec, target, var):
     """``var`` cast and broadcast into an ``out=`` target (a proxy or a plain array), as NumPy
     writes it; returns what NumPy returns."""
     target_value = target.value if isinstance(target, Tracer) else target
-    if isinstance(target, Tracer) and rec.dynamic.get(target.ir_var):
-        rec.shape_seen.add(target.ir_var)   # written at its traced shape: guarded (dynamic.py)
+    if isinstance(target, Tracer) and rec.dynamic.get(target.ir_var) and not (
+            isinstance(var, Var) and rec.dynamic.get(var)):
+        rec.shape_seen.add(target.ir_var)   # given a value of the traced shape: guarded
+        #                                     (dynamic.py); ``t *= 2`` keeps t's own shape
     var = rec.broadcast(rec.cast(var, target_value.dtype), target_value.shape)
     write(rec, target, var)
     if not isinstance(target, Tracer) and body_created(rec, target):
