@@ -11,6 +11,7 @@ import numpy as np
 
 from .context import active, surface
 from .guards import add_guard, complex_power, guard_divisor, guard_power, python_divmod
+from .proxy_kinds import HidesMissing, hidden_names
 from .text import TextSource, TracedText
 from .tracer import Tracer, remember_text
 
@@ -92,7 +93,9 @@ def printf_texts(value: float) -> list[str]:
     return [text for text in texts if len(text) > 2]
 
 
-class TracedFloat(float):
+class TracedFloat(HidesMissing, float):
+    """``.item()``'s value: a float, whose NumPy protocols user code does not see
+    (``hasattr(v, "__array_function__")`` is False, as eagerly)."""
     __slots__ = ("tracer", "__weakref__")
 
     @classmethod
@@ -228,6 +231,7 @@ def _exact(name: str):
 TracedFloat.__divmod__, TracedFloat.__rdivmod__ = _divmod, _rdivmod
 TracedFloat.real = property(lambda self: self)          # the value itself, still traced
 TracedFloat.conjugate = lambda self: self
+TracedFloat._hidden = hidden_names(TracedFloat, float)
 for _name in ("is_integer", "as_integer_ratio", "hex", "__getnewargs__"):
     setattr(TracedFloat, _name, _exact(_name))
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import EagerFallback
 from ..ir.types import numeric
-from . import guards
+from . import guards, proxy_kinds
 from .context import active
 from .loc import called_from_user, current_loc
 from .text import Raised, TextRead, TextSource, TracedText
@@ -73,6 +73,11 @@ class Tracer:
         if isinstance(value, np.ndarray):
             raise TypeError("unhashable type: 'numpy.ndarray'")
         return hash(guards.to_item(self) if isinstance(value, np.generic) else float(self))
+
+    def __new__(cls, value, *args, **kwargs):
+        """An instance of the class for ``value``'s kind (``proxy_kinds``): an array's proxy
+        has ``len``, iteration and item assignment, a NumPy scalar's and a float's do not."""
+        return object.__new__(proxy_kinds.variant(cls, value))
 
     def __init__(self, value, var, recorder, link: ViewLink | None = None):
         self.value = value
@@ -195,7 +200,8 @@ class Tracer:
         # (a scalar's array interface points into a temporary array: not handed out)
         private = name.startswith("_") and (name not in PROTOCOLS or owner is not np.ndarray)
         if private or name in _OWN_SLOTS or not hasattr(owner, name):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(f"'{proxy_kinds.type_name(value)}' object has no attribute "
+                                 f"{name!r}")
         recorder = self.__dict__.get("recorder")
         if recorder is not None and active() is recorder:
             recorder.set_fallback(ARRAY_CONVERSION if name == "__array_interface__"  # NumPy's
@@ -241,31 +247,6 @@ class Tracer:
     T = property(lambda self: np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
 
-    def __len__(self):
-        note_shape_seen(self)
-        return len(self.value)
-
-    def __contains__(self, value):
-        """``v in x``: NumPy's ``(x == v).any()``, its truth guarded (a scalar is not a
-        container: Python's TypeError)."""
-        if not isinstance(self.__dict__.get("value"), np.ndarray):
-            kind = type(self.__dict__.get("value")).__name__
-            raise TypeError(f"argument of type '{kind}' is not iterable")
-        if isinstance(value, (str, bytes)):   # never equal to a number: NumPy's False
-            return value in self.value
-        return bool(np.any(self == value))
-
-    def __iter__(self):
-        """The rows, as NumPy iterates; a NumPy scalar or 0-d array refuses at once, as
-        eagerly (``np.iterable(x.sum())`` is False)."""
-        value = self.__dict__.get("value")
-        if not isinstance(value, np.ndarray):
-            raise TypeError(f"'{type(value).__name__}' object is not iterable")
-        if value.ndim == 0:
-            raise TypeError("iteration over a 0-d array")
-        note_shape_seen(self)
-        return (self[i] for i in range(len(value)))
-
     def __reduce_ex__(self, protocol):
         """``pickle.dumps(x)``: the value, NumPy's; the signature runs eagerly."""
         recorder = self.__dict__.get("recorder")
@@ -279,15 +260,6 @@ class Tracer:
         if recorder is not None and active() is recorder:
             recorder.set_fallback("bytes() of a traced value reads its raw memory")
         return bytes(self.value)
-
-    # -- indexing -----------------------------------------------------------------------------
-    def __getitem__(self, key):
-        from .indexing import getitem
-        return getitem(self, key)
-
-    def __setitem__(self, key, value):
-        from .indexing import setitem
-        setitem(self, key, value)
 
 
 class CapturedTracer(Tracer):

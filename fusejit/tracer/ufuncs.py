@@ -58,6 +58,10 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         for name in ("out", *_REDUCE_REFUSES.get(ufunc, ())):   # given as None: dropped
             kwargs.pop(name, None)
         return REDUCE_METHODS[ufunc](*inputs, **kwargs)
+    if method == "__call__" and ufunc in (np.equal, np.not_equal) and not kwargs:
+        answer = _compared_with_no_number(ufunc, inputs)
+        if answer is not None:
+            return answer
     unknown = set(kwargs) - {"out", "casting"}
     if method != "__call__" or ufunc not in UFUNC_OPS or unknown or _matmul_of_dynamic(
             ufunc, inputs, kwargs):
@@ -66,6 +70,18 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     record = lambda rec, concrete, *xs, **kw: record_ufunc(rec, concrete, ufunc, xs, out)
     compute = _cube if ufunc is np.power and _is_float_cube(inputs, kwargs) else ufunc
     return surface(compute, record, inputs, kwargs)
+
+
+def _compared_with_no_number(ufunc, inputs):
+    """``x == None``, ``x != "a"`` (and ``None in x``) of a traced array: NumPy compares
+    them as objects, equal nowhere, so the answer is a constant of ``x``'s shape."""
+    if len(inputs) != 2:
+        return None
+    kinds = [isinstance(v, Tracer) and isinstance(v.value, np.ndarray) for v in inputs]
+    other = inputs[kinds.index(False)] if kinds.count(True) == 1 else 0
+    if other is not None and not isinstance(other, (str, bytes)):
+        return None
+    return np.full_like(inputs[kinds.index(True)], ufunc is np.not_equal, dtype=np.bool_)
 
 
 def _is_float_cube(inputs, kwargs) -> bool:
