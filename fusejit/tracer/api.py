@@ -163,6 +163,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     recorder.audited = {id(array): (array, name, checksum) for array, name, checksum in audited}
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     copied = returned_containers.copies(args, kwargs, proxy_args, proxy_kwargs)
+    held = returned_containers.existing(recorder.roots, leaves)
     set_active(recorder)
     raised = True
     try:
@@ -186,8 +187,9 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     _check_caught(recorder)
     _note_random(recorder, random_before)
     from .outputs import finish
-    recorded = finish(recorder, returned_containers.mark(result, copied), proxies, arg_leaves,
-                      before)
+    result = returned_containers.mark_held(returned_containers.mark(result, copied), held,
+                                           recorder.roots, leaves)
+    recorded = finish(recorder, result, proxies, arg_leaves, before)
     recorded.layouts, recorded.capture_layouts = layouts.kept(recorder, proxies, arg_leaves,
                                                               leaves)
     if returned_containers.has_markers(recorded.result):

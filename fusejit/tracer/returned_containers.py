@@ -1,18 +1,27 @@
-"""Argument dicts, lists and tuples the body returns (``state["w"] -= g; return state``).
+"""Dicts, lists and tuples the body returns that existed before the call.
 
 The body runs on copies of the argument containers (``containers.py``), so the container it
 returns is a copy; eager Python returns the caller's own object. Such a container is replaced
 in the result by an :class:`ArgumentContainer` marker naming where it sits in the arguments,
 and every call (the traced one and each replay) puts the caller's container in its place
 (``fill``). The container's items are the caller's: a body that changed them runs eagerly.
+
+A dict or list reached from an argument object, ``self``, a global or a closure cell
+(``return self.state``, ``return CONFIG["opt"]``) is returned as the object itself too: a
+:class:`HeldContainer` marker names the path the trace found it at, read again every call.
+Only containers that were there before the call are marked (``existing``); one the body
+made is rebuilt every call, as eagerly.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .captures import MAX_DEPTH, Capture, _children, _root_value, _search
 from .pytree import _is_namedtuple
 
 _CONTAINERS = (dict, list, tuple)
+_HELD = (dict, list)
+_MAX_SEEN = 2000   # objects ``existing`` visits below the roots
 
 
 @dataclass(frozen=True)
@@ -20,6 +29,58 @@ class ArgumentContainer:
     """The caller's container at ``path``: (0, position, keys...) in the positional
     arguments or (1, name, keys...) in the keyword arguments."""
     path: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class HeldContainer:
+    """The dict or list at ``steps`` below ``source`` (``captures.Capture``'s roots)."""
+    source: tuple
+    steps: tuple
+
+    def resolve(self, args, kwargs):
+        from .pytree import flatten
+        leaves = flatten((tuple(args), dict(kwargs)))[0] if self.source[0] == "leaf" else []
+        return Capture("", None, self.source, self.steps).resolve(leaves)
+
+
+def existing(roots, leaves) -> dict:
+    """id -> object of each dict and list the roots reach within ``MAX_DEPTH`` steps, before
+    the body runs (the objects themselves are kept, so their ids stay theirs)."""
+    found: dict = {}
+    seen: set = set()
+    level = []
+    for source, _ in roots.candidates:
+        try:
+            level.append(_root_value(source, leaves))
+        except (KeyError, ValueError, AttributeError, IndexError):
+            continue
+    for _ in range(MAX_DEPTH + 1):
+        below = []
+        for obj in level:
+            if id(obj) in seen or len(seen) >= _MAX_SEEN:
+                continue
+            seen.add(id(obj))
+            if type(obj) in _HELD:
+                found[id(obj)] = obj
+            below += [child for _, child in _children(obj)]
+        level = below
+    return found
+
+
+def mark_held(result, held: dict, roots, leaves):
+    """``result`` with each container of ``held`` that a root reaches replaced by its
+    marker."""
+    if not held:
+        return result
+    if type(result) in _HELD and held.get(id(result)) is result:
+        for source, _ in roots.candidates:
+            try:
+                value = _root_value(source, leaves)
+            except (KeyError, ValueError, AttributeError, IndexError):
+                continue
+            for steps in _search(value, result, MAX_DEPTH):
+                return HeldContainer(source, steps)
+    return _rebuilt(result, lambda item: mark_held(item, held, roots, leaves))
 
 
 def copies(args, kwargs, proxy_args, proxy_kwargs) -> dict:
@@ -58,11 +119,13 @@ def fill(result, args, kwargs):
         for key in result.path:
             obj = obj[key]
         return obj
+    if isinstance(result, HeldContainer):
+        return result.resolve(args, kwargs)
     return _rebuilt(result, lambda item: fill(item, args, kwargs))
 
 
 def has_markers(result) -> bool:
-    if isinstance(result, ArgumentContainer):
+    if isinstance(result, (ArgumentContainer, HeldContainer)):
         return True
     kind = type(result)
     if kind is dict:

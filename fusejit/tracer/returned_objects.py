@@ -13,11 +13,11 @@ import types
 import numpy as np
 
 from .context import unwrap
-from .returned_containers import ArgumentContainer
+from .returned_containers import ArgumentContainer, HeldContainer
 
 IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, range, slice, type(Ellipsis),
              np.dtype, np.generic, type, types.ModuleType, types.BuiltinFunctionType,
-             ArgumentContainer)
+             ArgumentContainer, HeldContainer)
 REASON = ("the body returned a {kind} object it made (not an array, a Python number or a "
           "dict, list or tuple of them): a replay cannot build it again")
 

@@ -189,3 +189,43 @@ def _identities(result, state) -> list:
         elif isinstance(node, (list, tuple)):
             stack += list(node)
     return seen
+
+
+HISTORY = [1.0, 2.0]
+CONFIG = {"scale": 2.0, "offset": np.ones(2)}
+
+
+class _Stateful:
+    def __init__(self):
+        self.state = {"w": np.arange(2.0), "steps": 0}
+        self.layers = [{"b": np.zeros(2)}]
+
+    def forward(self, x):
+        return (x * self.state["w"], self.state, self.layers, self.layers[0], HISTORY,
+                {"config": CONFIG, "y": x + CONFIG["offset"]})
+
+    def rebinds(self, x):
+        self.cache = {"x": 1}
+        return x * 2, self.cache
+
+
+def test_a_returned_container_held_by_an_object_or_a_global_is_that_object():
+    # ``return self.state`` returned a copy: a write into it did not reach the model
+    model = _Stateful()
+    compiled = fusejit.compile(model.forward)
+    for step in range(3):
+        x = np.full(2, step + 1.0)
+        y, state, layers, first, history, extra = compiled(x)
+        assert_same(x * model.state["w"], y)
+        assert state is model.state and layers is model.layers and first is model.layers[0]
+        assert history is HISTORY and extra["config"] is CONFIG and type(extra) is dict
+        assert_same(x + CONFIG["offset"], extra["y"])
+        state["steps"] = step        # reaches the model, as eagerly
+    assert model.state["steps"] == 2 and compiled.cache_info()["hits"] == 2
+
+
+def test_a_container_the_body_makes_is_not_one_it_held_before():
+    model = _Stateful()
+    compiled = fusejit.compile(model.rebinds)
+    made = [compiled(np.ones(2))[1] for _ in range(3)]
+    assert made[0] is not made[1] and made[1] is not made[2] and made[2] == {"x": 1}
