@@ -116,10 +116,11 @@ def settle(rec) -> None:
         elif node.op == "host":   # may raise where eager NumPy does (dce.may_raise)
             rec.nodes[index] = node.replace(attrs={**node.attr, "varies": True})
         varying.update(v for v in node.outputs if v.type.ndim > 0 and v not in pinned)
-    producers = {v: node for node in rec.nodes for v in node.outputs}
+    producers = {v: (index, node) for index, node in enumerate(rec.nodes)
+                 for v in node.outputs}
     pinned -= {g.var for g in rec.guards if g.convert == "shape"}
-    for var in sorted(pinned, key=lambda v: rec.nodes.index(producers[v])):
-        rec.guards.append(GuardRecord(var, "shape", var.type.shape, producers[var].loc))
+    for var in sorted(pinned, key=lambda v: producers[v][0]):   # in the order they are made
+        rec.guards.append(GuardRecord(var, "shape", var.type.shape, producers[var][1].loc))
     check_count(rec)
 
 
