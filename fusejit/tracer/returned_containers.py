@@ -48,12 +48,7 @@ def existing(roots, leaves) -> dict:
     the body runs (the objects themselves are kept, so their ids stay theirs)."""
     found: dict = {}
     seen: set = set()
-    level = []
-    for source, _ in roots.candidates:
-        try:
-            level.append(_root_value(source, leaves))
-        except (KeyError, ValueError, AttributeError, IndexError):
-            continue
+    level = [value for _, value in _root_values(roots, leaves)]
     for _ in range(MAX_DEPTH + 1):
         below = []
         for obj in level:
@@ -73,14 +68,19 @@ def mark_held(result, held: dict, roots, leaves):
     if not held:
         return result
     if type(result) in _HELD and held.get(id(result)) is result:
-        for source, _ in roots.candidates:
-            try:
-                value = _root_value(source, leaves)
-            except (KeyError, ValueError, AttributeError, IndexError):
-                continue
+        for source, value in _root_values(roots, leaves):
             for steps in _search(value, result, MAX_DEPTH):
                 return HeldContainer(source, steps)
     return _rebuilt(result, lambda item: mark_held(item, held, roots, leaves))
+
+
+def _root_values(roots, leaves):
+    """(source, value) of each root that holds something now (not an empty cell...)."""
+    for source, _ in roots.candidates:
+        try:
+            yield source, _root_value(source, leaves)
+        except (KeyError, ValueError, AttributeError, IndexError):
+            continue
 
 
 def copies(args, kwargs, proxy_args, proxy_kwargs) -> dict:

@@ -68,10 +68,8 @@ class Tracer:
         return type(value) if isinstance(value, (np.ndarray, np.generic, float)) else Tracer
 
     def __hash__(self):
-        """Arrays are unhashable, as NumPy's; a scalar's hash guards its value."""
+        """A scalar's hash guards its value (an array's proxy has none: ``proxy_kinds``)."""
         value = self.__dict__.get("value")
-        if isinstance(value, np.ndarray):
-            raise TypeError("unhashable type: 'numpy.ndarray'")
         return hash(guards.to_item(self) if isinstance(value, np.generic) else float(self))
 
     def __new__(cls, value, *args, **kwargs):

@@ -75,13 +75,11 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
 def _compared_with_no_number(ufunc, inputs):
     """``x == None``, ``x != "a"`` (and ``None in x``) of a traced array: NumPy compares
     them as objects, equal nowhere, so the answer is a constant of ``x``'s shape."""
-    if len(inputs) != 2:
+    arrays = [v for v in inputs if isinstance(v, Tracer) and isinstance(v.value, np.ndarray)]
+    others = [v for v in inputs if v is None or isinstance(v, (str, bytes))]
+    if len(inputs) != 2 or len(arrays) != 1 or len(others) != 1:
         return None
-    kinds = [isinstance(v, Tracer) and isinstance(v.value, np.ndarray) for v in inputs]
-    other = inputs[kinds.index(False)] if kinds.count(True) == 1 else 0
-    if other is not None and not isinstance(other, (str, bytes)):
-        return None
-    return np.full_like(inputs[kinds.index(True)], ufunc is np.not_equal, dtype=np.bool_)
+    return np.full_like(arrays[0], ufunc is np.not_equal, dtype=np.bool_)
 
 
 def _is_float_cube(inputs, kwargs) -> bool:
