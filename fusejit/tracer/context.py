@@ -92,6 +92,8 @@ class Recorder:
     raised: list = field(default_factory=list)    # (exception name, Loc) raised into the body
     opaque_views: list = field(default_factory=list)  # (ndarray, name): host results viewing
     #                                                  an operand (host.record_host)
+    host_views: set = field(default_factory=set)  # host results that view their one operand
+    #                                               (``np.diagonal(x)``): returned_views
     proxies: weakref.WeakValueDictionary = field(default_factory=weakref.WeakValueDictionary)
     #                                                  Var -> its live proxy (tracer.wrap)
     masked_reads: dict = field(default_factory=dict)  # gathered Var -> masked.MaskedRead

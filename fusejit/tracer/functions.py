@@ -74,7 +74,13 @@ def _ravel(rec, concrete, a, order="C"):
         raise unsupported(f"np.ravel with order={order!r}")
     if np.size(a) > 1:
         layouts.note(rec, a)   # a view when a is C-contiguous, else a copy
-    return view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
+    result = view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
+    if isinstance(result, Tracer) and result.link is None and isinstance(a, Tracer) \
+            and isinstance(a.value, np.ndarray) and np.size(a) > 1:
+        # NumPy copied (a is not C-contiguous) where a reshape may view (``x[:, ::2]``, a
+        # broadcast ``x``): the program copies too, so the result is the caller's own array
+        return wrap(rec, concrete, rec.emit("copy", [result.ir_var]))
+    return result
 
 
 def _permute(perm):

@@ -112,6 +112,9 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
     attrs = {"fn": fn, "name": name, "spec": spec, "nout": len(results)}
     outs = rec.emit_typed("host", template.operands, attrs, types)
     _note_views(rec, results, name, args, kwargs)
+    if len(outs) == 1 and len(template.operands) == 1 and rec.opaque_views \
+            and rec.opaque_views[-1][0] is results[0]:
+        rec.host_views.add(outs[0])
     proxies = [wrap(rec, r, var) for r, var in zip(results, outs, strict=True)]
     data_dependent = data_dependent or getattr(fn, "__name__", "") in DATA_DEPENDENT
     note_host_results(rec, outs, data_dependent and rec.shapes_vary)   # dynamic.py

@@ -68,7 +68,7 @@ def _chain(recorder, var, roots: dict):
         if producers is None:
             producers = {out: node for node in recorder.nodes for out in node.outputs}
         node = producers.get(var)
-        if node is None or not _single_view(node):
+        if node is None or not _single_view(node, recorder.host_views):
             return None
         chain.append(node)
         var = node.inputs[0]
@@ -79,11 +79,15 @@ def apply_views(array, nodes) -> np.ndarray:
     """The same NumPy view calls, on the user's array."""
     for node in nodes:
         array = ops.get(node.op).impl(array, **dict(node.attrs))
+        if node.op == "host":
+            array = array[0]
     return array
 
 
-def _single_view(node: Node) -> bool:
-    return is_view(node) and len(node.outputs) == 1 and isinstance(node.inputs[0], Var)
+def _single_view(node: Node, host_views=frozenset()) -> bool:
+    """A view op, or a host call whose result viewed its one operand (``np.diagonal(x)``)."""
+    return (is_view(node) or node.outputs[0] in host_views) and len(node.outputs) == 1 \
+        and isinstance(node.inputs[0], Var)
 
 
 def _shares(value, array) -> bool:
@@ -97,8 +101,8 @@ def between_results(recorder, leaves: tuple, raw: list, outputs: list) -> tuple:
     A view of a made array written through the view (``a = y[1:]; a += x; return y, a``) is
     the written value in the graph, an array of its own: it becomes the same view calls on
     ``y``'s output. Results the graph derives from one array by view calls where NumPy's
-    share no memory (``y = x.T * 1; return y, y.ravel()``: NumPy's ``y`` is F-ordered, its
-    ravel a copy) are handed out apart (``_separated``)."""
+    share no memory (``y = x.T * 1; return y, y.reshape(-1)``: NumPy's ``y`` is F-ordered,
+    its reshape a copy) are handed out apart (``_separated``)."""
     results = [(position, obj) for position, obj in enumerate(raw)
                if leaves[position].kind == "value" and type(getattr(obj, "value", None))
                is np.ndarray]
@@ -118,20 +122,18 @@ def _separated(recorder, leaves: list, results: list, outputs: list) -> tuple:
     """Results the graph takes by views from one array, handed out as NumPy's are: those
     NumPy made views of one memory (one owner) stay views of the program's array, the class
     nearest the array itself; each other class becomes views of one copy, made on every call,
-    of the array its views start from (``y = x.T + 0; r = y.ravel(); return y, r[:3], r[1:]``:
-    NumPy's ravel of the F-ordered ``y`` is a copy, both slices views of it)."""
+    of the array its views start from (``y = x.T + 0; r = y.reshape(-1); return y, r[:3], r[1:]``:
+    NumPy's reshape of the F-ordered ``y`` is a copy, both slices views of it)."""
     producers = {out: node for node in recorder.nodes for out in node.outputs}
-    paths = [_view_path(outputs[leaves[position].index], producers)
+    paths = [_view_path(outputs[leaves[position].index], producers, recorder.host_views)
              for position, _ in results]
     inputs = {*recorder.inputs, *(c.var for c in recorder.captures)}
     for root, classes in _memory_classes(results, paths).items():
+        if root in inputs:   # the same NumPy calls on the caller's array, laid out as traced
+            continue         # (``layouts``): views and copies as NumPy's
         for members in classes[1:]:
             common = _common_prefix([paths[k][1] for k in members])
             base = common[-1].outputs[0] if common else root
-            if base in inputs:    # the caller's array: a copy each
-                for k in members:
-                    leaves[results[k][0]] = replace(leaves[results[k][0]], view="copy")
-                continue
             _copied_class(leaves, results, members, _output_index(base, outputs),
                           [paths[k][1][len(common):] for k in members])
     return tuple(leaves)
@@ -183,11 +185,11 @@ def _view_step(node: Node) -> tuple:
     return node.op, node.attrs, tuple(node.inputs[1:])
 
 
-def _view_path(var, producers) -> tuple:
+def _view_path(var, producers, host_views) -> tuple:
     """(the Var ``var`` is taken from by view calls alone, those view nodes in order)."""
     chain: list = []
     node = producers.get(var)
-    while node is not None and _single_view(node) and len(chain) < MAX_CHAIN:
+    while node is not None and _single_view(node, host_views) and len(chain) < MAX_CHAIN:
         chain.append(node)
         var = node.inputs[0]
         node = producers.get(var)

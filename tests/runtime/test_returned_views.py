@@ -210,3 +210,57 @@ def test_equal_results_numpy_made_apart_stay_apart_through_a_numpy_call(body):
             assert_same(a, b)
         assert np.shares_memory(*got) == np.shares_memory(*want)
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+LAYOUTS = {
+    "c": lambda a: a,
+    "f": np.asfortranarray,
+    "strided": lambda a: np.repeat(a, 2, axis=1)[:, ::2],   # reshape(-1) views, ravel copies
+    "reversed": lambda a: a[::-1],
+    "broadcast": lambda a: np.broadcast_to(a[:1], a.shape),  # read-only, stride 0
+    "all-broadcast": lambda a: np.broadcast_to(a[:1, :1], a.shape),   # reshape(-1) views
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("body", [
+    lambda x: x.ravel(), lambda x: np.ravel(x)[1:], lambda x: (x.reshape(2, -1), x[1:]),
+    lambda x: (x.ravel(), x[1:], x.T), lambda x: (x.reshape(-1), x.ravel())],
+    ids=["ravel", "np.ravel-slice", "reshape-and-slice", "ravel-slice-T", "reshape-and-ravel"])
+def test_views_and_copies_of_an_argument_share_its_memory_as_numpys_do(body, layout):
+    compiled = fusejit.compile(body)
+    for k in range(3):
+        want_x = LAYOUTS[layout](np.arange(24.0).reshape(4, 6) + k)
+        got_x = LAYOUTS[layout](np.arange(24.0).reshape(4, 6) + k)
+        want, got = _as_tuple(body(want_x)), _as_tuple(compiled(got_x))
+        assert_same(want, got)
+        for w, g in zip(want, got, strict=True):
+            assert np.shares_memory(g, got_x) == np.shares_memory(w, want_x)
+            assert g.flags.writeable == w.flags.writeable
+            if w.flags.writeable:   # a write through the result reaches x where NumPy's does
+                w.flat[0], g.flat[0] = -1.0, -1.0
+                assert_same(want_x, got_x)
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def _written(view):
+    def body(x):
+        x += 1
+        return view(x)
+    return body
+
+
+@pytest.mark.parametrize("view", [np.diagonal, np.flip, np.rot90, np.atleast_3d,
+                                  lambda x: np.flip(x)[1:]],
+                         ids=["diagonal", "flip", "rot90", "atleast_3d", "flip-slice"])
+def test_a_numpy_calls_view_of_a_written_argument_views_the_argument(view):
+    body = _written(view)
+    compiled = fusejit.compile(body)
+    for k in range(3):
+        want_x, got_x = np.arange(16.0).reshape(4, 4) + k, np.arange(16.0).reshape(4, 4) + k
+        want, got = body(want_x), compiled(got_x)
+        assert_same(want, got)
+        assert np.shares_memory(got, got_x) and got.flags.writeable == want.flags.writeable
+        want_x[0, 0], got_x[0, 0] = 100.0, 100.0   # a later write into x shows in the view
+        assert_same(want, got)
+    assert compiled.cache_info()["eager_calls"] == 0
