@@ -35,7 +35,7 @@ from .captures import (
 )
 from .context import unwrap
 from .loc import classify
-from .overlay import Copies, proxyable
+from .overlay import Copies, proxyable, rebuildable
 from .side_effects import has_traced, watchable
 from .tracer import CapturedTracer, Tracer
 
@@ -63,6 +63,8 @@ class _Swaps:
         self.proxies: dict = {}      # id(array) -> its proxy
         self.arrays: dict = {}       # id(proxy) -> its array
         self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
+        self.tuples: dict = {}       # id(tuple) -> its copy holding proxies
+        self.originals: dict = {}    # id(that copy) -> (the tuple, the copy)
         self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
         self.plain: dict = {}        # id(shared slots) -> (text, step, plain values, where)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
@@ -103,8 +105,39 @@ class _Swaps:
                     if not again:
                         slots[key] = self.proxy(item, _below(where, step, key))
                         self.containers[id(slots)] = slots
+                elif rebuildable(item) and not again:
+                    copy = self.tuple_copy(item, _below(where, step, key), depth - 1)
+                    if copy is not item:
+                        slots[key] = copy
+                        self.containers[id(slots)] = slots
                 else:
                     self.swap(item, _below(where, step, key), depth - 1, again)
+
+    def tuple_copy(self, value: tuple, where: tuple, depth: int = MAX_DEPTH) -> tuple:
+        """A tuple (or named tuple) holding arrays cannot take proxies in place
+        (``self.cache = (x, h)``, then ``h * h`` in another method): a copy of it with its
+        arrays' proxies (one copy per tuple, whatever path reaches it) stands in for it while
+        the body runs. Lists, dicts and objects inside it are swapped in place."""
+        if depth == 0:
+            return value
+        items = []
+        for key, item in enumerate(value):
+            here = _below(where, "item", key)
+            if proxyable(item):
+                item = self.proxy(item, here)
+            elif rebuildable(item):
+                item = self.tuple_copy(item, here, depth - 1)
+            else:
+                self.swap(item, here, depth - 1)
+            items.append(item)
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        copy = self.tuples.get(id(value))
+        if copy is None:
+            copy = tuple(items) if type(value) is tuple else type(value)._make(items)
+            self.tuples[id(value)] = copy
+            self.originals[id(copy)] = (value, copy)
+        return copy
 
     def watch(self, func, text: str) -> None:
         """Attributes of a function the body calls (``helper.calls += 1``): checked like
@@ -144,6 +177,8 @@ class _Swaps:
             for key, item in _items(slots):
                 if id(item) in self.arrays:      # a proxy (each stays alive in ``proxies``)
                     slots[key] = self.arrays[id(item)]
+                elif id(item) in self.originals and self.originals[id(item)][1] is item:
+                    slots[key] = self.originals[id(item)][0]
         for slots in self.shared:
             for key, item in _items(slots):
                 if isinstance(item, Tracer) or has_traced(item):

@@ -32,6 +32,12 @@ def proxyable(value) -> bool:
             and value.dtype.fields is None)
 
 
+def rebuildable(value) -> bool:
+    """A tuple or named tuple (``_make``), whose copy can hold proxies."""
+    return type(value) is tuple or (isinstance(value, tuple) and hasattr(type(value), "_make")
+                                    and not isinstance(value, CapturedTracer))
+
+
 class Overlay(dict):
     """Globals of traced copies: a copy of the module's, whose names are replaced (an array
     by its proxy, ...) as the body first reads them."""
@@ -112,6 +118,8 @@ for default argument arrays."""
         if (type(value) is types.FunctionType and value.__globals__ is module_globals
                 and classify(value.__code__.co_filename) == "user"):
             return self.function(value)
+        if rebuildable(value):   # ``CACHE = (x, h)``: a copy holding proxies
+            return self.swaps.tuple_copy(value, where)
         self.swaps.swap(value, where)
         return value
 
@@ -160,6 +168,12 @@ for default argument arrays."""
         maths = math_view.replacement(value)
         if maths is not None:       # ``exp = math.exp`` in the enclosing function
             return types.CellType(maths)
+        if rebuildable(value):   # a tuple of arrays: a new cell holding a copy with proxies
+            copy = self.swaps.tuple_copy(value, (("cell", cell), (), name))
+            if copy is not value:
+                new = types.CellType(copy)
+                self.cells.append((cell, new, copy))
+                return new
         if not proxyable(value):
             self.swaps.swap(value, (("cell", cell), (), name))
             if pystate.is_plain(value):   # ``nonlocal step; step += 1`` changes it

@@ -66,9 +66,18 @@ def buffer_changed(old, new) -> bool:
 
 
 def same(expected, current) -> bool:
-    """A watched value as the compiling trace left it (an array: any array, read anew)."""
+    """A watched value as the compiling trace left it (an array: any array, read anew; a
+    list, tuple or dict: one of the same keys and kind of items, which a replay rebinds, as
+    ``self.cache = {"h": h}`` set where there was none)."""
     if type(expected) is np.ndarray:
         return type(current) is np.ndarray
+    if type(expected) in (list, tuple, dict) and not is_plain(expected):
+        if type(current) is not type(expected) or len(current) != len(expected):
+            return False
+        if type(expected) is dict:
+            return list(expected) == list(current) and all(
+                same(expected[k], current[k]) for k in expected)
+        return all(map(same, expected, current))
     if expected is ABSENT or current is ABSENT:
         return expected is current
     return is_plain(current) and equal(expected, current)

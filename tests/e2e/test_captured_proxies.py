@@ -588,3 +588,120 @@ def test_a_dict_subclass_with_arrays_in_items_and_attributes_proxies_both():
         assert_same(eager.scale, got.scale)
         assert_same(eager["w"], got["w"])
     assert compiled.cache_info()["eager_signatures"] == 0
+
+
+_Pair = collections.namedtuple("_Pair", "x h")
+_TUPLE = (np.zeros(3), np.zeros(3))
+
+
+def _from_global_tuple(o, g):
+    x, h = _TUPLE
+    return g * (1 - h * h) + x       # h * h: NumPy code on captured arrays alone
+
+
+def _from_attribute(o, g):
+    x, h = o.cache
+    return g * (1 - h * h) + x
+
+
+def _from_named_tuple(o, g):
+    return g * (1 - o.pair.h * o.pair.h) + o.pair.x
+
+
+def _from_nested_tuple(o, g):
+    x, (h,) = o.nested
+    return g * (1 - h * h) + x
+
+
+def _from_a_list_of_tuples(o, g):
+    x, h = o.caches[0]
+    return g * (1 - h * h) + x
+
+
+def _bind(o, x, h):
+    global _TUPLE
+    _TUPLE = (x, h)
+    o.cache, o.pair, o.nested, o.caches = (x, h), _Pair(x, h), (x, (h,)), [(x, h)]
+
+
+@pytest.mark.parametrize("body", [_from_global_tuple, _from_attribute, _from_named_tuple,
+                                  _from_nested_tuple, _from_a_list_of_tuples],
+                         ids=lambda body: body.__name__.strip("_"))
+def test_arrays_in_tuples_of_captured_state_are_read_by_reference(body):
+    # A tuple cannot take proxies in place: a copy holding them stands in while tracing.
+    # Read as plain arrays, h * h was a constant of the first call.
+    compiled, o = fusejit.compile(body), types.SimpleNamespace()
+    for step in range(4):
+        _bind(o, np.full(3, float(step)), np.full(3, 0.5 * step))
+        held = o.cache
+        g = np.ones(3)
+        assert_same(body(o, g), compiled(o, g))
+        assert o.cache is held          # the caller's tuple, put back after the trace
+    assert compiled.cache_info()["hits"] == 3
+
+
+def _closure_over_a_tuple():
+    cache = (np.zeros(3), np.zeros(3))
+
+    def body(g):
+        x, h = cache
+        return g * (1 - h * h) + x
+    return body, cache
+
+
+def test_arrays_in_a_tuple_a_closure_holds_are_read_by_reference():
+    body, cache = _closure_over_a_tuple()
+    compiled = fusejit.compile(body)
+    for step in range(4):
+        cache[0][...], cache[1][...] = step, 0.5 * step
+        assert_same(body(np.ones(3)), compiled(np.ones(3)))
+    assert compiled.cache_info()["hits"] == 3
+
+
+class _Dense:
+    def __init__(self):
+        self.w, self.cache = np.linspace(-1, 1, 20).reshape(4, 5), None
+
+    def forward(self, x):
+        h = np.tanh(x @ self.w)
+        self.cache = (x, h)               # read back by backward, a compiled method too
+        return h
+
+    def backward(self, g):
+        x, h = self.cache
+        dz = g * (1 - h * h)
+        self.dw = x.T @ dz
+        return dz @ self.w.T
+
+
+def test_a_forward_cache_tuple_read_by_a_compiled_backward_is_each_calls():
+    eager, layer = _Dense(), _Dense()
+    forward, backward = fusejit.compile(layer.forward), fusejit.compile(layer.backward)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = rng.standard_normal((8, 4))
+        assert_same(eager.forward(x), forward(x))
+        assert_same(eager.backward(np.ones((8, 5))), backward(np.ones((8, 5))))
+        assert_same(eager.dw, layer.dw)
+    # each traces twice (the cache and dw are set where there were none), then replays
+    assert forward.cache_info()["hits"] == 3 and backward.cache_info()["hits"] == 3
+
+
+class _Cached:
+    def __init__(self):
+        self.w = np.arange(3.0)
+
+    def step(self, x):
+        self.cache = {"h": x * self.w}     # a dict set where there was none
+        return self.cache["h"] + 1
+
+
+def test_a_dict_of_traced_values_set_where_there_was_none_compiles_on_the_next_call():
+    eager, model = _Cached(), _Cached()
+    compiled = fusejit.compile(model.step)
+    for step in range(5):
+        x = np.full(3, step + 1.0)
+        assert_same(eager.step(x), compiled(x))
+        assert_same(eager.cache["h"], model.cache["h"])
+    info = compiled.cache_info()
+    assert info["traces"] == 2 and info["hits"] == 3 and info["eager_calls"] == 0
