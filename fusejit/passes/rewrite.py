@@ -74,6 +74,15 @@ class Context:
             node = self.producer(value)
         return value
 
+    def _broadcast(self, value: Value) -> bool:
+        """``value`` is a broadcast view (``np.broadcast_to(s, shape)``), or a view of one."""
+        node = self.producer(value)
+        while node is not None and is_view(node):
+            if node.op == "broadcast":
+                return True
+            node = self.producer(node.inputs[0])
+        return False
+
     def _opaque(self, value: Value) -> bool:
         """A NumPy call's result, which may be a view of its inputs (``np.flip(x)``)."""
         producer = self.producer(value)
@@ -90,6 +99,8 @@ class Context:
             return False
         if isinstance(value, Lit):
             return True
+        if self._broadcast(value):   # NumPy's result was a new array, not a read-only view
+            return False             # whose elements share memory
         root = self.alias_root(value)
         if root in self.inputs or root in self.exposed_roots or self._opaque(root):
             return False

@@ -93,6 +93,8 @@ class Recorder:
     opaque_views: list = field(default_factory=list)  # (ndarray, name): host results viewing
     #                                                  an operand (host.record_host)
     host_views: set = field(default_factory=set)  # host results that view their one operand
+    read_only: dict = field(default_factory=dict)  # id -> a view NumPy made read-only whatever
+    #                                                its base is (``np.broadcast_to``)
     #                                               (``np.diagonal(x)``): returned_views
     proxies: weakref.WeakValueDictionary = field(default_factory=weakref.WeakValueDictionary)
     #                                                  Var -> its live proxy (tracer.wrap)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from . import layouts
+from .functions import view_result
 from .reductions import bool_reduce
 from .registry import implements, normalize_axis, unsupported
 from .tracer import wrap
@@ -104,6 +105,10 @@ def _einsum(rec, concrete, subscripts, *operands, out=None, dtype=None, order="K
     result_dtype = np.asarray(concrete).dtype
     values = [rec.operand(x, result_dtype) for x in operands]
     if len(values) == 1:
+        if set(terms[0]) == set(output) and values[0].type.dtype == result_dtype:
+            # ``np.einsum("ij->ji", x)``: NumPy returns a view of x, which sees later writes
+            perm = tuple(terms[0].index(c) for c in output)
+            return view_result(rec, concrete, operands[0], lambda rec, v: _permute(rec, v, perm))
         var, term = _sum_private(rec, values[0], terms[0], output)
         var = _permute(rec, var, [term.index(c) for c in output])
         return wrap(rec, concrete, var)

@@ -31,6 +31,8 @@ def view_result(rec, concrete, base, derive, key=None):
     if (isinstance(base, Tracer) and isinstance(concrete, np.ndarray)
             and isinstance(base.value, np.ndarray) and np.may_share_memory(concrete, base.value)):
         link = ViewLink(base, derive, key, base.ir_var)
+        if id(base.value) in rec.read_only:   # a view of a broadcast: read-only too
+            rec.read_only[id(concrete)] = concrete
     return wrap(rec, concrete, var, link)
 
 
@@ -52,15 +54,17 @@ def _guard_sizes(*values) -> None:
 
 @implements(np.reshape)
 def _reshape(rec, concrete, a, shape=None, order="C", *, copy=None, **kwargs):
-    if order != "C":
-        raise unsupported(f"np.reshape with order={order!r}")
+    order = _index_order(rec, a, order)
     _guard_sizes(shape, *kwargs.values())
+    to_shape = _reshape_to(np.shape(concrete))
+    if order == "F":   # ``a.T.reshape(reversed shape).T``
+        backwards = _reshape_to(np.shape(concrete)[::-1])
+        to_shape = lambda rec, v: _reversed(rec, backwards(rec, _reversed(rec, v)))
     if copy:   # a new array, which later updates of ``a`` do not reach
-        reshaped = _reshape_to(np.shape(concrete))(rec, rec.operand(a))
-        return wrap(rec, concrete, rec.emit("copy", [reshaped]))
+        return wrap(rec, concrete, rec.emit("copy", [to_shape(rec, rec.operand(a))]))
     if np.ndim(a) > 1 and _beyond_ones(np.shape(a), np.shape(concrete)):
         layouts.note(rec, a)   # a view or a copy, as a's strides allow
-    return view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
+    return view_result(rec, concrete, a, to_shape)
 
 
 def _beyond_ones(shape, new_shape) -> bool:
@@ -70,17 +74,43 @@ def _beyond_ones(shape, new_shape) -> bool:
 
 @implements(np.ravel)
 def _ravel(rec, concrete, a, order="C"):
-    if order != "C":
-        raise unsupported(f"np.ravel with order={order!r}")
+    order = _index_order(rec, a, order)
+    flat = _reshape_to(np.shape(concrete))
     if np.size(a) > 1:
-        layouts.note(rec, a)   # a view when a is C-contiguous, else a copy
-    result = view_result(rec, concrete, a, _reshape_to(np.shape(concrete)))
+        layouts.note(rec, a)   # a view when a is C-contiguous (F: a.T is), else a copy
+    result = view_result(rec, concrete, a, flat if order == "C" else
+                         lambda rec, v: flat(rec, _reversed(rec, v)))
     if isinstance(result, Tracer) and result.link is None and isinstance(a, Tracer) \
             and isinstance(a.value, np.ndarray) and np.size(a) > 1:
         # NumPy copied (a is not C-contiguous) where a reshape may view (``x[:, ::2]``, a
         # broadcast ``x``): the program copies too, so the result is the caller's own array
         return wrap(rec, concrete, rec.emit("copy", [result.ir_var]))
     return result
+
+
+def _index_order(rec, a, order) -> str:
+    """``"C"`` or ``"F"``: the index order ``order`` reads ``a`` in. ``"A"`` and ``"K"``
+    follow ``a``'s memory layout, which the program's arrays need not share (its kernels
+    write C-ordered arrays where NumPy's ufuncs keep an F-ordered input's order): they are
+    decided here, and the path keeps the layouts the decision rests on."""
+    order = order.upper() if isinstance(order, str) else order
+    if order in ("C", "F"):
+        return order
+    value = a.value if isinstance(a, Tracer) else None
+    if order not in ("A", "K") or not isinstance(value, np.ndarray):
+        raise unsupported(f"this order ({order!r})")
+    layouts.note(rec, a)
+    if value.flags.c_contiguous or (order == "A" and not value.flags.f_contiguous):
+        return "C"
+    if value.flags.f_contiguous:
+        return "F"
+    raise EagerFallback("np.ravel(order='K') of an array neither C- nor F-contiguous (its "
+                        "order in memory is not one a replay takes again)")
+
+
+def _reversed(rec, v):
+    """``v`` with its axes reversed (``v.T``)."""
+    return _permute(tuple(reversed(range(v.type.ndim))))(rec, v)
 
 
 def _permute(perm):
@@ -122,6 +152,7 @@ def _squeeze(rec, concrete, a, axis=None):
 def _broadcast_to(rec, concrete, array, shape, subok=False):
     _guard_sizes(shape)
     shape = np.shape(concrete)
+    rec.read_only[id(concrete)] = concrete
     return view_result(rec, concrete, array, lambda rec, v: rec.broadcast(v, shape))
 
 

@@ -77,13 +77,15 @@ def _as_views(leaves: tuple, raw: list, proxies: dict) -> tuple:
     (``return x + 1, x + 1``, one output once common subexpressions merged)."""
     first: dict = {}
     arguments = [proxy.value for proxy in proxies.values()]
+    values = [obj.value if isinstance(obj, Tracer) else None for obj in raw]
+    writeable = {leaf.index for leaf, value in zip(leaves, values, strict=True)
+                 if leaf.kind == "value" and type(value) is np.ndarray and value.flags.writeable}
     result = []
-    for leaf, obj in zip(leaves, raw, strict=True):
-        value = obj.value if isinstance(obj, Tracer) else None
+    for leaf, value in zip(leaves, values, strict=True):
         if leaf.kind == "value" and type(value) is np.ndarray:
             earlier, first_leaf = first.setdefault(leaf.index, (value, None))
             if earlier is value:
-                leaf = first_leaf or _frozen(leaf, value, arguments)
+                leaf = first_leaf or _frozen(leaf, value, arguments, leaf.index in writeable)
                 first[leaf.index] = (value, leaf)
             elif not np.may_share_memory(earlier, value):
                 leaf = replace(leaf, view="copy")
@@ -93,11 +95,14 @@ def _as_views(leaves: tuple, raw: list, proxies: dict) -> tuple:
     return tuple(result)
 
 
-def _frozen(leaf, value, arguments):
+def _frozen(leaf, value, arguments, shared: bool):
+    """The output itself, made read-only where NumPy's result was; a read-only view of it
+    where another result NumPy made writeable shares it (``b = np.broadcast_to(y, y.shape);
+    return b, y``)."""
     if value.flags.writeable or any(np.may_share_memory(value, a) for a in arguments
                                     if isinstance(a, np.ndarray)):
         return leaf
-    return replace(leaf, view="frozen")
+    return replace(leaf, view="ro" if shared else "frozen")
 
 
 def _argument_itself(leaf, proxies) -> int | None:
@@ -175,8 +180,10 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
             if proxy.ir_var is leaf.ir_var and _new_view(leaf.value, proxy.value):
                 # x.reshape(x.shape), x.ravel(), np.broadcast_to(x, x.shape): NumPy returned
                 # a new view of the argument, which the runtime takes again every call
-                return OutputLeaf("arg", index, view="rw" if leaf.value.flags.writeable
-                                  else "ro")
+                # (read-only where NumPy's was and the argument is not: a broadcast view)
+                frozen = id(leaf.value) in recorder.read_only or (
+                    proxy.value.flags.writeable and not leaf.value.flags.writeable)
+                return OutputLeaf("arg", index, view="ro" if frozen else "rw")
         chain = view_chain(recorder, leaf, writes)
         if chain is not None:  # ``x[0] += y; return x[1:]``: a view of the user's x, as eager
             target, index, views = chain

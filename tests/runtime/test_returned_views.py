@@ -264,3 +264,76 @@ def test_a_numpy_calls_view_of_a_written_argument_views_the_argument(view):
         want_x[0, 0], got_x[0, 0] = 100.0, 100.0   # a later write into x shows in the view
         assert_same(want, got)
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def _raveled_then_written(order):
+    def body(x):
+        r = np.ravel(x, order=order)
+        x += 1                          # reaches r where NumPy's ravel was a view
+        return r * 1
+    return body
+
+
+def _reshaped_then_written(x):
+    r = np.reshape(x, (6, 4), order="F")
+    x[0] = 5
+    return r * 1
+
+
+def _einsum_then_written(x):
+    e = np.einsum("ij->ji", x)          # a view of x in NumPy
+    x[0] = 5
+    return e * 1
+
+
+def _einsum_of_a_made_array_then_written(x):
+    y = x * 2
+    e = np.einsum("ij->ji", y)
+    y += 1
+    return e * 1
+
+
+@pytest.mark.parametrize("body", [
+    lambda x: np.ravel(np.abs(x), order="K"), lambda x: np.ravel(np.abs(x), order="A"),
+    lambda x: np.abs(x).reshape(6, 4, order="A"), lambda x: (x * 2).reshape(6, 4, order="F"),
+    lambda x: np.ravel(x, order="F"), lambda x: (x + 1).flatten("K"),
+    _raveled_then_written("K"), _raveled_then_written("A"), _raveled_then_written("F"),
+    _reshaped_then_written, _einsum_then_written, _einsum_of_a_made_array_then_written],
+    ids=["ravel-K", "ravel-A", "reshape-A", "reshape-F", "ravel-F", "flatten-K",
+         "ravel-K-written", "ravel-A-written", "ravel-F-written", "reshape-F-written",
+         "einsum-written", "einsum-made-written"])
+def test_index_orders_that_follow_the_layout_read_as_numpy_does(body):
+    # "K" and "A" read an F-ordered array (x, or NumPy's ufunc result of it) in F order,
+    # whether or not the program's own arrays are F-ordered; later writes reach views
+    compiled = fusejit.compile(body)
+    for layout in ("c", "f", "f", "c", "strided", "reversed", "f"):
+        want_x = LAYOUTS[layout](np.arange(24.0).reshape(4, 6))
+        got_x = LAYOUTS[layout](np.arange(24.0).reshape(4, 6))
+        assert_same(body(want_x), compiled(got_x))
+        assert_same(want_x, got_x)
+
+
+@pytest.mark.parametrize("body", [
+    lambda x: np.broadcast_to(x.sum(0), x.shape) * 1,
+    lambda x: np.broadcast_to((x + 1)[0], x.shape) ** 1,
+    lambda x: np.negative(-np.broadcast_to(x.sum(0), x.shape)),
+    lambda x: (lambda y: (np.broadcast_to(y, y.shape), y))(x + 1),
+    lambda x: (lambda y: (np.broadcast_to(y, y.shape).T, np.broadcast_to(y, y.shape), y))(x + 1),
+    lambda x: x.reshape(x.shape), lambda x: np.broadcast_to(x, x.shape)],
+    ids=["broadcast-times-one", "broadcast-power-one", "broadcast-negated-twice",
+         "broadcast-beside-its-array", "transposed-broadcast-beside-its-array",
+         "argument-reshaped", "argument-broadcast"])
+@pytest.mark.parametrize("first_read_only", [False, True], ids=["writeable", "read-only-first"])
+def test_results_are_writeable_where_numpys_are(body, first_read_only):
+    # identities folded away must not hand out a read-only broadcast view NumPy copied, nor
+    # make a result read-only that NumPy's is not because another one is
+    compiled = fusejit.compile(body)
+    for call in range(3):
+        want_x, got_x = np.arange(12.0).reshape(3, 4) + call, np.arange(12.0).reshape(3, 4) + call
+        for x in (want_x, got_x):
+            x.flags.writeable = not (first_read_only and call == 0)
+        want, got = _as_tuple(body(want_x)), _as_tuple(compiled(got_x))
+        assert_same(want, got)
+        for w, g in zip(want, got, strict=True):
+            assert g.flags.writeable == w.flags.writeable
+            assert np.shares_memory(g, got_x) == np.shares_memory(w, want_x)
