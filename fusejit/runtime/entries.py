@@ -55,6 +55,9 @@ class CompiledEntry:
         trace = self.trace
         if trace.layouts is not None and not layouts.hold(trace.layouts, leaves):
             raise GuardFailed(LAID_OUT_OTHERWISE)
+        for read in trace.none_reads:   # ``if self.bias is not None`` took the None branch
+            if not read.holds(leaves, self.owner):
+                raise GuardFailed(f"{read.label} no longer holds None")
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
         try:
@@ -105,7 +108,8 @@ class CompiledEntry:
         """``run`` as generated straight-line Python, for a trace with no captures, no writes
         back and no attribute rebinding (most of them): one call per replay, no loops."""
         trace = self.trace
-        if trace.captures or trace.mutations or trace.attr_writes or self.copied_views:
+        if trace.captures or trace.mutations or trace.attr_writes or self.copied_views \
+                or trace.none_reads:
             return None
         return _straight_run(trace, self.program)
 

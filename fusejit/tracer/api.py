@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir import Graph, TensorType, Var
-from . import audit, capture_proxies, layouts, returned_containers
+from . import audit, capture_proxies, layouts, none_reads, returned_containers
 from .captures import Capture, Roots
 from .containers import detect_container_writes, pair_containers, share_repeated
 from .context import Fallback, Recorder, active, sanitize, set_active
@@ -87,6 +87,7 @@ class Trace:
     leaf_names: tuple = ()  # each argument leaf's name (pystate.Watch.root)
     layouts: tuple | None = None   # (leaf, layout) a view-or-copy decision rests on (layouts.py)
     capture_layouts: tuple = ()    # (capture, layout) the same, of captured arrays
+    none_reads: tuple = ()   # none_reads.NoneRead: attributes that held None, read again
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -192,6 +193,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     recorded = finish(recorder, result, proxies, arg_leaves, before)
     recorded.layouts, recorded.capture_layouts = layouts.kept(recorder, proxies, arg_leaves,
                                                               leaves)
+    recorded.none_reads = none_reads.find(fn, before)
     if returned_containers.has_markers(recorded.result):
         recorded.result = returned_containers.fill(recorded.result, args, kwargs)
         recorded.returns_containers = True

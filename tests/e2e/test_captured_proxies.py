@@ -5,6 +5,7 @@ and state after every call (docs/tracing.md, "Captured arrays are read by refere
 """
 import collections
 import dataclasses
+import functools
 import threading
 import types
 
@@ -705,3 +706,38 @@ def test_a_dict_of_traced_values_set_where_there_was_none_compiles_on_the_next_c
         assert_same(eager.cache["h"], model.cache["h"])
     info = compiled.cache_info()
     assert info["traces"] == 2 and info["hits"] == 3 and info["eager_calls"] == 0
+
+
+class _Linear:
+    def __init__(self):
+        self.w, self.bias, self.scale = np.arange(1.0, 4.0), None, None
+
+    def forward(self, x):
+        y = x * self.w
+        if self.bias is not None:          # an optional parameter bound after compiling
+            y = y + self.bias
+        return self._scaled(y)
+
+    def _scaled(self, y):                  # read in a method the body calls
+        return y if self.scale is None else y * self.scale
+
+
+def _forward(layer, x):
+    return layer.forward(x)
+
+
+@pytest.mark.parametrize("compile_it", [lambda layer: fusejit.compile(layer.forward),
+                                        lambda layer: functools.partial(
+                                            fusejit.compile(_forward), layer)],
+                         ids=["method", "argument-object"])
+def test_an_attribute_that_held_none_and_now_holds_an_array_traces_again(compile_it):
+    eager, layer = _Linear(), _Linear()
+    compiled = compile_it(layer)
+    steps = [("bias", None), ("bias", np.full(3, 10.0)), ("scale", np.full(3, 2.0)),
+             ("bias", None), ("scale", None)]
+    for name, value in steps:
+        for model in (eager, layer):
+            setattr(model, name, value)
+        for _ in range(2):
+            x = np.ones(3)
+            assert_same(eager.forward(x), compiled(x))
