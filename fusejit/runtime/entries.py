@@ -11,7 +11,7 @@ from numba.core.errors import NumbaError
 from .. import config
 from ..logs import topic
 from ..tracer import Trace, flatten, layouts, pystate, unflatten
-from ..tracer.captures import SizeChanged
+from ..tracer.captures import ContainerChanged
 from ..tracer.returned_views import apply_views
 from . import undo
 from .deferred_writes import check_writeable, write_all
@@ -61,9 +61,11 @@ class CompiledEntry:
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
         try:
-            captured = [c.resolve(leaves) for c in trace.captures] if trace.captures else ()
-        except SizeChanged as changed:   # another path may have looped as many times
+            for check in trace.containers:
+                check.verify(leaves)
+        except ContainerChanged as changed:   # another path may have looped over those items
             raise GuardFailed(str(changed)) from None
+        captured = [c.resolve(leaves) for c in trace.captures] if trace.captures else ()
         for capture, array in zip(trace.captures, captured, strict=True):
             if array is not None and not isinstance(array, np.ndarray):
                 return NOT_AN_ARRAY

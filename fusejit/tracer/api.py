@@ -88,6 +88,7 @@ class Trace:
     layouts: tuple | None = None   # (leaf, layout) a view-or-copy decision rests on (layouts.py)
     capture_layouts: tuple = ()    # (capture, layout) the same, of captured arrays
     none_reads: tuple = ()   # none_reads.NoneRead: attributes that held None, read again
+    containers: tuple = ()   # ContainerCheck: the lists and dicts on captures' paths, as traced
 
 
 def _positional_names(fn, count: int) -> list[str]:

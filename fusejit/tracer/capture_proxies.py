@@ -20,6 +20,7 @@ import functools
 import inspect
 import sys
 import types
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -150,7 +151,7 @@ class _Swaps:
     def _slots_of(self, value, again: bool) -> list[tuple[object, str]]:
         """(slots, step) pairs whose arrays ``value`` holds: a list's or dict's items, an
         object's attributes, or both (a user's dict subclass with attributes of its own)."""
-        if type(value) in (list, dict):
+        if type(value) in (list, dict, deque):
             return [(value, "item")]
         if isinstance(value, Tracer):
             return []
@@ -210,15 +211,15 @@ def _plain(slots) -> dict:
 def _container(slots):
     """The list, dict or ``__dict__`` the slots are, or the list or dict subclass they wrap
     (an object's slots and a class's attributes: None)."""
-    if type(slots) in (list, dict):
+    if type(slots) in (list, dict, deque):
         return slots
     return slots.target if isinstance(slots, _Subclass) else None
 
 
 def _items(slots) -> list:
-    """(key, item) pairs of a dict, list, ``__dict__`` or ``_Attributes``, taken before any
+    """(key, item) pairs of a dict, list, deque, ``__dict__`` or ``_Attributes``, taken before any
     is replaced."""
-    return list(enumerate(slots) if type(slots) is list else slots.items())
+    return list(enumerate(slots) if type(slots) in (list, deque) else slots.items())
 
 
 class _Subclass:
@@ -346,7 +347,7 @@ def _bound(swaps: _Swaps, value, name):
 
 def _argument_objects(result: Plan, leaves, hints) -> Plan:
     for index, leaf in enumerate(leaves):
-        if watchable(leaf) or _slotted(leaf) or isinstance(leaf, (list, dict)):
+        if watchable(leaf) or _slotted(leaf) or isinstance(leaf, (list, dict, deque)):
             result.swaps.swap(leaf, (("leaf", index), (), hints[index]))
     return result
 

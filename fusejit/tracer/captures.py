@@ -7,6 +7,7 @@ constant: the capture holds a copy taken when the trace first read it.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
@@ -20,6 +21,7 @@ from ..ir import TensorType
 from .loc import classify
 
 MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is three
+SEQUENCES = (list, tuple, collections.deque)   # and their subclasses: items by position
 
 
 @dataclass(frozen=True)
@@ -35,12 +37,11 @@ class Capture:
     source: tuple = field(default=(), compare=False, repr=False)
     steps: tuple = field(default=(), compare=False, repr=False)
     aliases: tuple = field(default=(), compare=False, repr=False)
-    sizes: tuple = field(default=(), compare=False, repr=False)  # per step (``container_sizes``)
 
     def resolve(self, leaves: list) -> np.ndarray | None:
         """The current array (re-read through the path every call); None when a captured
         view's base no longer has the layout the view was taken from (trace again)."""
-        kind = self.source[0]
+        kind = self.source[0]   # ``_root_value``, inlined: this runs for every capture
         if kind == "global":
             obj = self.source[1][self.source[2]]
         elif kind == "cell":
@@ -49,14 +50,10 @@ class Capture:
             obj = leaves[self.source[1]]
         else:
             obj = self.source[1]
-        sizes = self.sizes
-        for index, (step, key) in enumerate(self.steps):
+        for step, key in self.steps:
             if step == "attr":
                 obj = getattr(obj, key)
             elif step == "item":
-                if sizes and sizes[index] is not None and len(obj) != sizes[index]:
-                    raise SizeChanged(f"{self.description}: a container on its path now "
-                                      f"holds {len(obj)} items, not {sizes[index]}")
                 obj = obj[key]
             else:
                 obj = _view_again(_array_of(obj), key)
@@ -153,7 +150,7 @@ def _children(obj):
     """(step, child) pairs below a container or plain object."""
     if isinstance(obj, dict):
         return [(("item", k), v) for k, v in obj.items()]
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, SEQUENCES):
         return [(("item", i), v) for i, v in enumerate(obj)]
     if isinstance(obj, (types.ModuleType, type)):   # ``cls.table``, ``config.W`` of user code
         return [(("attr", k), v) for k, v in vars(obj).items() if not k.startswith("__")
@@ -297,32 +294,86 @@ def bound_parts(fn) -> tuple:
     return None, fn
 
 
-class SizeChanged(LookupError):
-    """A list, tuple or dict on a capture's path holds another number of items than while
-    tracing: the body's Python loop over it (``for l in net.layers``) ran another number of
-    times, so the replay does not apply."""
+class ContainerChanged(LookupError):
+    """A list, tuple, deque or dict on a capture's path holds other items than while tracing:
+    another number of them, or (a dict) other keys or the same keys in another order. The
+    body's Python loop over it (``for l in net.layers``, ``for k in self.d``,
+    ``list(P.values())``) ran once per item, in that order, so the replay does not apply."""
 
 
-def container_sizes(source, steps, leaves) -> tuple:
-    """The size of each list, tuple or dict the path steps into by an item (None for the
-    other steps; () when there is none), as they are now."""
-    sizes: list = []
-    try:
-        obj = _root_value(source, leaves)
-        for step, key in steps:
-            if step == "view":
-                break
-            sizes.append(len(obj) if step == "item" and type(obj) in (list, tuple, dict)
-                         else None)
-            obj = getattr(obj, key) if step == "attr" else obj[key]
-    except Exception:  # noqa: BLE001 -- the body changed the path: nothing to check
-        return ()
-    sizes += [None] * (len(steps) - len(sizes))
-    return tuple(sizes) if any(size is not None for size in sizes) else ()
+@dataclass(frozen=True)
+class ContainerCheck:
+    """A container a capture's path steps into by an item, and its ``container_layout``
+    while tracing; ``verify``, before every replay, raises ``ContainerChanged`` when it has
+    another one. One check per container, however many captures read through it."""
+
+    description: str
+    source: tuple
+    steps: tuple    # from the root to the container
+    layout: object
+
+    def verify(self, leaves: list) -> None:
+        try:
+            obj = _root_value(self.source, leaves)
+            for step, key in self.steps:
+                obj = getattr(obj, key) if step == "attr" else obj[key]
+        except Exception:  # noqa: BLE001 -- the capture's own read fails there too
+            return
+        now = container_layout(obj)
+        if now != self.layout:
+            raise ContainerChanged(f"{self.description} now holds {_layout_text(now)}, "
+                                   f"not {_layout_text(self.layout)}")
+
+
+def container_layout(obj):
+    """What a replay compares of a container: a dict's keys in order (a tuple: the keys of
+    the largest dicts a body reads are a few hundred, compared in C), a list's, tuple's or
+    deque's length (an int); None for anything else. Subclasses alike (``OrderedDict``,
+    ``defaultdict``, a ``list`` subclass): their items are not in the cache key."""
+    if isinstance(obj, dict):
+        return tuple(obj)
+    if isinstance(obj, SEQUENCES):
+        return len(obj)
+    return None
+
+
+def _layout_text(layout) -> str:
+    if isinstance(layout, tuple):
+        return f"the keys {list(layout)!r:.200}"
+    return "something else" if layout is None else f"{layout} items"
+
+
+def container_checks(paths, leaves) -> tuple:
+    """A ``ContainerCheck`` for each container that the (source, steps, description) paths
+    step into by an item, as it is now (after the trace), each container once."""
+    checks: dict = {}
+    for source, steps, description in paths:
+        root = description.removesuffix(_steps_text(steps))   # ``global P``, ``self``
+        try:
+            obj = _root_value(source, leaves)
+            for depth, (step, key) in enumerate(steps):
+                if step == "view":
+                    break
+                layout = container_layout(obj) if step == "item" else None
+                prefix = steps[:depth]
+                if layout is not None and path_key(source, prefix) not in checks:
+                    checks[path_key(source, prefix)] = ContainerCheck(
+                        root + _steps_text(prefix), source, prefix, layout)
+                obj = getattr(obj, key) if step == "attr" else obj[key]
+        except Exception:  # noqa: BLE001 -- the body changed the path: nothing to check
+            continue
+    return tuple(checks.values())
 
 
 def _root_value(source, leaves):
-    return Capture("", TensorType((), np.float64), source).resolve(leaves)
+    kind = source[0]
+    if kind == "global":
+        return source[1][source[2]]
+    if kind == "cell":
+        return source[1].cell_contents
+    if kind == "leaf":
+        return leaves[source[1]]
+    return source[1]
 
 
 def find_captures(array: np.ndarray, roots: Roots, leaves: list,

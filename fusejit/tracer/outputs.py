@@ -8,7 +8,7 @@ import numpy as np
 from ..ir import Graph
 from . import returned_objects
 from .api import Mutation, OutputLeaf, Trace
-from .captures import Capture, container_sizes
+from .captures import Capture, container_checks
 from .context import unwrap
 from .dynamic import settle
 from .folding import fold_constants
@@ -47,14 +47,16 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
         settle(recorder)
         guards = _guards(recorder, outputs, returned)
         fold_constants(recorder, outputs)
-    captures = tuple(Capture(c.description, c.var.type, c.source, c.steps, recorder.aliases(c),
-                             container_sizes(c.source, c.steps, recorder.leaves))
+    captures = tuple(Capture(c.description, c.var.type, c.source, c.steps, recorder.aliases(c))
                      for c in recorder.captures)
+    containers = container_checks([(path.source, path.steps, c.description) for c in captures
+                                   for path in (c, *c.aliases)], recorder.leaves)
     inputs = list(recorder.inputs) + [c.var for c in recorder.captures]
     graph = Graph(recorder.name, inputs, recorder.nodes, outputs)
     return Trace(graph, concrete, arg_leaves, captures, out_treedef, out_leaves, mutations,
                  recorder.fallback, tuple(recorder.notes), guards, attr_writes,
-                 watches=tuple(recorder.watches), leaf_names=tuple(recorder.leaf_names))
+                 watches=tuple(recorder.watches), leaf_names=tuple(recorder.leaf_names),
+                 containers=containers)
 
 
 def _concrete(leaf):
