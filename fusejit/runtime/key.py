@@ -2,6 +2,8 @@
 values + target. Building a key is on the hot path of every call: keep it lean."""
 from __future__ import annotations
 
+import dataclasses
+import types
 import weakref
 
 import numpy as np
@@ -36,21 +38,56 @@ def leaf_signature(leaf):
         hash(leaf)
     except TypeError:
         return (_BY_ID, id(leaf))
-    if cls is complex:
-        return (_STATIC, typed(leaf))
-    return (_STATIC, cls, leaf)
+    if cls is int or cls is str or cls is bool or leaf is None:   # the common statics
+        return (_STATIC, cls, leaf)
+    return (_STATIC, typed(leaf))
 
 
-def typed(value):
+def typed(value, depth: int = 3):
     """``value`` with the type of each element beside it: ``2`` and ``2.0`` are equal and
     hash alike, but trace differently (``x * n`` is an int array for one of them). Floats
-    go by their text: ``-0.0`` is not ``0.0`` there, and every NaN is one value."""
+    go by their text: ``-0.0`` is not ``0.0`` there, and every NaN is one value. Tuples,
+    frozensets, dataclasses (their fields) and objects whose class compares in Python (their
+    ``__dict__``) are typed too, fields ``depth`` objects down: ``Cfg(2) == Cfg(2.0)``. Where
+    those fields do not hash, the object stands for itself (its own ``==`` and hash)."""
     cls = type(value)
-    if cls is tuple:
-        return tuple(typed(v) for v in value)
-    if isinstance(value, (float, complex, np.inexact)):
+    if cls is int or cls is str or cls is bool or value is None:
+        return (cls, value)
+    if cls is float or isinstance(value, (float, complex, np.inexact)):
         return (cls, repr(value))
-    return (cls, value)
+    if isinstance(value, tuple):
+        return (cls, tuple([typed(v, depth) for v in value]))
+    if cls is frozenset:
+        return (cls, frozenset([typed(v, depth) for v in value]))
+    fields = _fields(value, cls) if depth else None
+    if fields is None:
+        return (cls, value)
+    fields = (cls, tuple([typed(v, depth - 1) for v in fields]))
+    try:
+        hash(fields)
+    except TypeError:
+        return (cls, value)
+    return fields
+
+
+def _fields(value, cls) -> list | None:
+    """A dataclass's field values, or the (name, value) items of the ``__dict__`` of an object
+    whose class compares in Python; None for any other object (compared by its own ``==``)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None and hasattr(cls, "__dataclass_fields__"):
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    if names is not None:
+        try:
+            return [getattr(value, name) for name in names]
+        except AttributeError:
+            return None
+    attrs = getattr(value, "__dict__", None)
+    if type(attrs) is dict and isinstance(cls.__eq__, types.FunctionType):
+        return sorted(attrs.items())
+    return None
+
+
+_FIELD_NAMES: dict = {}   # a dataclass -> its fields' names (``dataclasses.fields`` is slow)
 
 
 def by_identity(leaves) -> list:
