@@ -69,8 +69,6 @@ class _Swaps:
         self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
         self.plain: dict = {}        # id(shared slots) -> (text, step, plain values, where)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
-        self.objects: list = []      # user objects whose attributes were looked into
-        self.methods: list = []      # (object, name, bound copy) shadowing a class's method
 
     def proxy(self, array, where):
         """The one proxy of ``array``, reading it through ``where`` = (source, steps,
@@ -169,8 +167,6 @@ class _Swaps:
             found.append((_Attributes(value, self.names), "attr"))   # ``cls.table``
         elif watchable(value) and _user_class(value):
             found.append((vars(value), "attr"))
-            if not again:
-                self.objects.append(value)
         return found
 
     def restore(self) -> None:
@@ -178,10 +174,6 @@ class _Swaps:
         into a list, dict or object reached from a global or closure (``CACHE[k] =
         np.empty(n)``) is a side effect replay would lose: its array is stored instead, and
         the signature runs eagerly (argument objects: ``side_effects.detect``)."""
-        for obj, name, bound in self.methods:
-            attrs = vars(obj)
-            if attrs.get(name) is bound:
-                del attrs[name]
         for slots in self.containers.values():
             for key, item in _items(slots):
                 if id(item) in self.arrays:      # a proxy (each stays alive in ``proxies``)
@@ -339,39 +331,6 @@ def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
     return _argument_objects(result, leaves, hints)
 
 
-def _shadow_methods(result: Plan) -> Plan:
-    """The methods of the user objects looked into, as traced copies bound in each object's
-    own ``__dict__`` while the body runs (``self.helper(x)``): their code reads the overlay of
-    their module, so ``math.exp(v)`` of a traced number and NumPy code on a global array alone
-    (``G * 2``) are traced as in the body itself, not frozen at the first call."""
-    swaps = result.swaps
-    for obj in swaps.objects:
-        attrs = vars(obj)
-        for name, func in _plain_methods(type(obj)).items():
-            if name not in attrs:
-                bound = types.MethodType(result.copies.function(func), obj)
-                attrs[name] = bound
-                swaps.methods.append((obj, name, bound))
-    return result
-
-
-@functools.lru_cache(maxsize=256)
-def _plain_methods(cls) -> dict:
-    """Name -> function of the plain methods (no dunder, static or class method, property
-    or decorated callable) defined in user code by ``cls`` and its bases."""
-    found: dict = {}
-    for klass in reversed(cls.__mro__[:-1]):
-        module = sys.modules.get(klass.__module__)
-        if classify(getattr(module, "__file__", None) or "<unknown>") != "user":
-            continue
-        for name, value in vars(klass).items():
-            if type(value) is types.FunctionType and not name.startswith("__"):
-                found[name] = value
-            else:
-                found.pop(name, None)
-    return found
-
-
 def _unbound(fn):
     """A bound method's function (a partial binds a compiled method's static arguments)."""
     return fn.__func__ if isinstance(fn, types.MethodType) else fn
@@ -390,7 +349,7 @@ def _argument_objects(result: Plan, leaves, hints) -> Plan:
     for index, leaf in enumerate(leaves):
         if watchable(leaf) or _slotted(leaf) or isinstance(leaf, (list, dict, deque)):
             result.swaps.swap(leaf, (("leaf", index), (), hints[index]))
-    return _shadow_methods(result)
+    return result
 
 
 def _below(where, step, key):
