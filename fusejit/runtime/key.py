@@ -49,7 +49,8 @@ def typed(value, depth: int = 3):
     go by their text: ``-0.0`` is not ``0.0`` there, and every NaN is one value. Tuples,
     frozensets, dataclasses (their fields) and objects whose class compares in Python (their
     ``__dict__``) are typed too, fields ``depth`` objects down: ``Cfg(2) == Cfg(2.0)``. Where
-    those fields do not hash, the object stands for itself (its own ``==`` and hash)."""
+    those fields do not hash, the object stands for itself (its own ``==`` and hash); where
+    they do, it stands beside them (state kept outside ``__dict__``: slots, a ``str`` base)."""
     cls = type(value)
     if cls is int or cls is str or cls is bool or value is None:
         return (cls, value)
@@ -62,7 +63,7 @@ def typed(value, depth: int = 3):
     fields = _fields(value, cls) if depth else None
     if fields is None:
         return (cls, value)
-    fields = (cls, tuple([typed(v, depth - 1) for v in fields]))
+    fields = (cls, tuple([typed(v, depth - 1) for v in fields]), value)   # and its own ==
     try:
         hash(fields)
     except TypeError:

@@ -33,9 +33,11 @@ def proxyable(value) -> bool:
 
 
 def rebuildable(value) -> bool:
-    """A tuple or named tuple (``_make``), whose copy can hold proxies."""
+    """A tuple or named tuple (``_make``), whose copy can hold proxies; not one with
+    attributes of its own (``p.k = 3`` on a subclass), which the copy would lack."""
     return type(value) is tuple or (isinstance(value, tuple) and hasattr(type(value), "_make")
-                                    and not isinstance(value, CapturedTracer))
+                                    and not isinstance(value, CapturedTracer)
+                                    and not getattr(value, "__dict__", None))
 
 
 class Overlay(dict):

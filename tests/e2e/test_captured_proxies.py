@@ -741,3 +741,21 @@ def test_an_attribute_that_held_none_and_now_holds_an_array_traces_again(compile
         for _ in range(2):
             x = np.ones(3)
             assert_same(eager.forward(x), compiled(x))
+
+
+class _ScaledPair(_Pair):
+    def scale(self):
+        return getattr(self, "k", 1.0)
+
+
+def test_a_named_tuple_with_attributes_of_its_own_keeps_them_while_traced():
+    def body(o, x):
+        return x * o.p.scale() * o.p.x
+
+    p = _ScaledPair(np.ones(3), np.zeros(3))
+    p.k = 3.0
+    o = types.SimpleNamespace(p=p)
+    compiled = fusejit.compile(body)
+    for step in range(3):
+        o.p.x[...] = step
+        assert_same(body(o, np.ones(3)), compiled(o, np.ones(3)))

@@ -96,3 +96,42 @@ def test_a_static_whose_fields_do_not_hash_is_keyed_by_its_own_hash():
     for cfg in (a, b):
         assert_same(_scaled(x, cfg), compiled(x, cfg))
     assert compiled.cache_info()["traces"] == 1
+
+
+class SlotsAndDict:
+    """Compared in Python, its state in a slot: its ``__dict__`` holds nothing."""
+    __slots__ = ("scale", "__dict__")
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __eq__(self, other):
+        return isinstance(other, SlotsAndDict) and self.scale == other.scale
+
+    def __hash__(self):
+        return hash(self.scale)
+
+
+class Mode(str):
+    """Compared without case; its text is its state."""
+
+    def __eq__(self, other):
+        return str(self).lower() == str(other).lower()
+
+    def __hash__(self):
+        return hash(str(self).lower())
+
+    @property
+    def scale(self):
+        return 3 if self.lower() == "triple" else 2
+
+
+@pytest.mark.parametrize("values", [(SlotsAndDict(2), SlotsAndDict(3)),
+                                    (Mode("double"), Mode("Triple"))],
+                         ids=["slots-and-dict", "str-subclass"])
+def test_statics_that_keep_their_state_outside_their_dict_are_told_apart(values):
+    # keyed by their (empty) __dict__ alone, both were one signature
+    compiled, x = fusejit.compile(_scaled), np.arange(3.0)
+    for cfg in (*values, *values):
+        assert_same(_scaled(x, cfg), compiled(x, cfg))
+    assert compiled.cache_info()["signatures"] == 2
