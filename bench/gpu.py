@@ -2,14 +2,18 @@
 workloads eager (NumPy on the host, CuPy on the device when installed) versus fusejit's CUDA
 program on device-resident inputs, with achieved bandwidth against a device-to-device copy.
 
-    python -m bench.gpu [--models softmax,gelu] [--skip-tests] [--seconds 3]
+    python -m bench.gpu [--models softmax,gelu] [--skip-tests] [--seconds 1] [--out DIR]
 
-Prints a table and writes ``bench/results/gpu-<time>.json``. Budget: about 8 minutes.
+Prints a table and writes ``bench/results/gpu-<time>.json`` (and, with ``--out``, the JSON and
+the tests' whole log there too). Each workload's compiled result, called with NumPy arrays as
+a user would, is checked against eager NumPy before anything is timed. Budget: about 5 minutes
+on 16 cores (the tests run in parallel when pytest-xdist is installed).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -24,21 +28,57 @@ RESULTS = ROOT / "bench" / "results"
 ELEMENTWISE = ("elementwise", "gelu")
 
 
-def run_tests(timeout: int = 240) -> dict:
-    """tests/cuda on the GPU: the cases for real (no simulator), then the PTX suite."""
+def run_tests(timeout: int, out: Path | None) -> dict:
+    """tests/cuda on the GPU: the cases for real (no simulator), then the PTX suite; every
+    failure is reported (no ``-x``), the whole log kept in ``out``."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env.update(FUSEJIT_CUDA_REAL="1", PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "tests/cuda/sim_cases.py", "tests/cuda/test_ptx.py"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf",
+               "--tb=short", "tests/cuda/sim_cases.py", "tests/cuda/test_ptx.py"]
+    command += _parallel_workers()
     started = time.perf_counter()
     try:
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=timeout)
-        tail, code = (done.stdout + done.stderr)[-4000:], done.returncode
+        log, code = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:
-        tail, code = f"timed out after {timeout} s: {exc}", -1
-    print(tail)
+        partial = exc.stdout or b""
+        if isinstance(partial, bytes):
+            partial = partial.decode(errors="replace")
+        log, code = f"{partial}\ntimed out after {timeout} s", -1
+    if out is not None:
+        (out / "gpu-tests.log").write_text(log)
+    tail = log[-4000:]
+    print(tail, flush=True)
     return {"returncode": code, "seconds": time.perf_counter() - started, "tail": tail}
+
+
+def _parallel_workers() -> list[str]:
+    """``-n N`` for pytest-xdist (half the cores, at most 8), when it is installed."""
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        return []
+    return ["-n", str(max(1, min(8, (os.cpu_count() or 2) // 2)))]
+
+
+def environment() -> dict:
+    """What the numbers were measured on."""
+    import numba
+    from numba import cuda
+    device = cuda.get_current_device()
+    info = {"python": platform.python_version(), "numpy": np.__version__,
+            "numba": numba.__version__, "device": device.name.decode()
+            if isinstance(device.name, bytes) else str(device.name),
+            "compute_capability": list(device.compute_capability),
+            "cpu_count": os.cpu_count()}
+    try:
+        from importlib.metadata import version
+        info["numba_cuda"] = version("numba-cuda")
+    except Exception:  # noqa: BLE001 -- only a label
+        info["numba_cuda"] = None
+    print(info, flush=True)
+    return info
 
 
 def timed(fn, seconds: float, sync=lambda: None) -> float:
@@ -65,11 +105,11 @@ def copy_bandwidth(nbytes: int = 1 << 28) -> float:
     return 2 * nbytes / seconds
 
 
-def model(name: str):
-    """(fn with statics bound, host args) at size "bench"."""
+def model(name: str, size: str = "bench"):
+    """(fn with statics bound, host args) at ``size``."""
     from bench.models import STATIC_ARGNAMES, load
     fn, make_inputs = load(name)
-    args, kwargs = make_inputs(size="bench")
+    args, kwargs = make_inputs(size=size)
     for static in STATIC_ARGNAMES.get(name, ()):
         fn = _bind(fn, static, args[-1], name)
         args = args[:-1]
@@ -84,18 +124,24 @@ def _bind(fn, keyword, value, name):
     return bound
 
 
-def bench_model(name: str, seconds: float) -> dict:
+def bench_model(name: str, seconds: float, size: str = "bench") -> dict:
     import copy
 
     from numba import cuda
 
     import fusejit
     from fusejit.runtime.key import make_key
-    fn, args, kwargs = model(name)
+    fn, args, kwargs = model(name, size)
     row = {"model": name}
-    row["numpy_s"] = timed(lambda: fn(*copy.deepcopy(args), **kwargs), seconds)
+    eager_args = copy.deepcopy(args)       # in-place models update these run after run
+    row["numpy_s"] = timed(lambda: fn(*eager_args, **kwargs), seconds)
     compiled = fusejit.compile(fn, target="cuda")
-    compiled(*copy.deepcopy(args), **kwargs)                  # trace + compile
+    started = time.perf_counter()
+    compiled(*copy.deepcopy(args), **kwargs)                  # trace
+    compiled(*copy.deepcopy(args), **kwargs)                  # compile the kernels, replay
+    row["first_calls_s"] = time.perf_counter() - started
+    row["matches_numpy"] = check_against_numpy(fn, compiled, args, kwargs)
+    row["host_call_s"] = timed(lambda: compiled(*args, **kwargs), seconds)
     entry = compiled.entry_for(*args, **kwargs).paths[0]
     _, leaves = make_key(args, kwargs, None)
     host = [np.asarray(leaves[i]) for i in entry.trace.arg_leaves]
@@ -114,6 +160,27 @@ def bench_model(name: str, seconds: float) -> dict:
     return row
 
 
+def check_against_numpy(fn, compiled, args, kwargs) -> str:
+    """The compiled call on NumPy arguments against eager NumPy: "ok" or what differs. The
+    tolerance is the precision the model computes in, its inputs' (the float64 ``gelu`` computes
+    its cube in float32), as in tests/e2e/test_models.py."""
+    import copy
+
+    from tests.oracle import assert_same, tolerance_for
+    floats = [x.dtype for x in args if isinstance(x, np.ndarray) and x.dtype.kind == "f"]
+    tolerance = tolerance_for(min(floats, key=lambda d: d.itemsize, default=np.float32))
+    with np.errstate(all="ignore"):
+        eager_args, run_args = copy.deepcopy(args), copy.deepcopy(args)
+        want = fn(*eager_args, **kwargs)
+        got = compiled(*run_args, **kwargs)
+    try:
+        assert_same(want, got, tolerance)
+        assert_same(eager_args, run_args, tolerance)
+    except AssertionError as exc:
+        return f"MISMATCH: {str(exc)[:300]}"
+    return "ok"
+
+
 def bench_cupy(fn, args, kwargs, seconds: float):
     try:
         import cupy
@@ -130,7 +197,8 @@ def bench_cupy(fn, args, kwargs, seconds: float):
 def table(rows: list[dict], copy_bw: float) -> str:
     lines = [f"device-to-device copy: {copy_bw / 1e9:.1f} GB/s",
              f"{'model':<12} {'numpy ms':>10} {'cupy ms':>10} {'fusejit ms':>11} "
-             f"{'speedup':>8} {'GB/s':>8} {'% copy':>7} {'kernels':>8}"]
+             f"{'speedup':>8} {'GB/s':>8} {'% copy':>7} {'kernels':>8} {'host':>5} "
+             f"{'host-call ms':>12}  check"]
     for row in rows:
         if "error" in row:
             lines.append(f"{row['model']:<12} error: {row['error']}")
@@ -142,7 +210,8 @@ def table(rows: list[dict], copy_bw: float) -> str:
                      f"{row['numpy_s'] / row['fusejit_cuda_s']:8.1f} "
                      f"{row['fusejit_GBps']:8.1f} "
                      f"{100 * row['fusejit_GBps'] * 1e9 / copy_bw:6.0f}% "
-                     f"{row['kernels']:>8}")
+                     f"{row['kernels']:>8} {row['host_steps']:>5} "
+                     f"{row['host_call_s'] * 1e3:12.3f}  {row['matches_numpy']}")
     return "\n".join(lines)
 
 
@@ -150,7 +219,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="")
     parser.add_argument("--skip-tests", action="store_true")
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--size", default="bench", choices=("small", "quick", "bench"))
+    parser.add_argument("--test-timeout", type=int, default=240)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the JSON and the tests' log here")
     options = parser.parse_args(argv)
     from fusejit.runtime.cuda import cuda_usable
     if not cuda_usable():
@@ -158,16 +231,21 @@ def main(argv=None) -> int:
         return 2
     from bench.models import MODELS
     started = time.perf_counter()
-    report = {"host": platform.node(), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    report["tests"] = None if options.skip_tests else run_tests()
+    report = {"host": platform.node(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+              "environment": environment()}
+    if options.out is not None:
+        options.out.mkdir(parents=True, exist_ok=True)
+    report["tests"] = None if options.skip_tests else run_tests(options.test_timeout,
+                                                                  options.out)
     report["copy_bandwidth_Bps"] = copy_bw = copy_bandwidth()
     names = [n for n in options.models.split(",") if n] or sorted(MODELS)
     rows = []
     for name in names:
         try:
-            rows.append(bench_model(name, options.seconds))
+            rows.append(bench_model(name, options.seconds, options.size))
         except Exception as exc:  # noqa: BLE001 -- one broken workload must not hide the rest
-            rows.append({"model": name, "error": f"{type(exc).__name__}: {exc}"})
+            rows.append({"model": name, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+            logging.getLogger("bench.gpu").exception("%s failed", name)
         print(table(rows[-1:], copy_bw).splitlines()[-1], flush=True)
     report["rows"], report["seconds"] = rows, time.perf_counter() - started
     report["elementwise_fraction_of_copy"] = {
@@ -176,10 +254,14 @@ def main(argv=None) -> int:
     print(table(rows, copy_bw))
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"gpu-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(report, indent=2, default=str))
+    text = json.dumps(report, indent=2, default=str)
+    path.write_text(text)
+    if options.out is not None:
+        (options.out / path.name).write_text(text)
     print(f"wrote {path}")
     tests_ok = report["tests"] is None or report["tests"]["returncode"] == 0
-    return 0 if tests_ok else 1
+    checks_ok = all(r.get("matches_numpy") == "ok" for r in rows)
+    return 0 if tests_ok and checks_ok else 1
 
 
 if __name__ == "__main__":
