@@ -304,6 +304,15 @@ def to_int(tracer) -> int:
 
 
 @_noting_raises
+def to_round(tracer) -> int:
+    from .text import RoundRead  # text.py builds on this module
+    value = round(tracer.value)
+    if live(tracer):
+        add_guard(tracer.recorder, tracer.ir_var, RoundRead(), value)
+    return value
+
+
+@_noting_raises
 def to_index(tracer) -> int:
     value = operator.index(tracer.value)
     if live(tracer):

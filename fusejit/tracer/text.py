@@ -31,6 +31,22 @@ class Raised:
 
 
 @dataclass(frozen=True)
+class RoundRead:
+    """A guard's conversion for ``round(t)`` of a NumPy scalar: Python's ``int`` of it, half
+    to even; a value that cannot round (NaN, inf) answers with its error, so it fails the
+    guard and the retrace raises it from the body as eagerly."""
+
+    def __call__(self, value):
+        try:
+            return round(np.asarray(value)[()])
+        except (ValueError, OverflowError) as exc:
+            return Raised(type(exc))
+
+    def __str__(self) -> str:
+        return "round()"
+
+
+@dataclass(frozen=True)
 class TextRead:
     """A guard's conversion: the value's text (``base``: ``("str",)``, ``("repr",)`` or
     ``("format", spec)`` of the value as the type ``kind`` it had while tracing), then

@@ -182,11 +182,14 @@ class Tracer:
         return guards.to_item(self, *args)
 
     def __round__(self, ndigits=None):
-        """``round(t)``: Python's result from the plain value; the signature runs eagerly."""
-        recorder = self.recorder
-        if active() is recorder:
-            recorder.set_fallback("round() of a traced value")
-        return round(self.value, ndigits) if ndigits is not None else round(self.value)
+        """``round(t)`` of a NumPy scalar: Python's ``int``, guarded like ``int(t)``; with
+        ``ndigits``, NumPy's rounding to that many digits, traced (``np.round``, the same
+        result and type). An array has no ``__round__``, as eagerly."""
+        if isinstance(self.value, np.ndarray):
+            raise TypeError("type numpy.ndarray doesn't define __round__ method")
+        if ndigits is not None:
+            return np.round(self, ndigits)
+        return guards.to_round(self)
 
     def __getattr__(self, name):
         """An ndarray attribute or method the tracer does not map (``.sort()``, ``.real``,

@@ -251,8 +251,7 @@ def test_methods_refuse_what_numpys_refuse(call, error):
         fusejit.compile(lambda x: x.sort())(frozen)
 
 
-@pytest.mark.parametrize("source", ["x.real * 2", "round(x.sum())", "round(x.sum(), 1)",
-                                    "x.item(3) * x", "x.flags.c_contiguous",
+@pytest.mark.parametrize("source", ["x.real * 2", "x.item(3) * x", "x.flags.c_contiguous",
                                     "x.view(np.int64) & 1"])
 def test_methods_the_tracer_does_not_map_run_eagerly(source):
     fn = eval(f"lambda x: {source}")  # noqa: S307 -- the cases above, as source for their ids
@@ -261,6 +260,37 @@ def test_methods_the_tracer_does_not_map_run_eagerly(source):
     for values in (x, x * 3):
         assert_same(fn(values.copy()), compiled(values))
     assert compiled.cache_info()["eager_signatures"] == 1
+
+
+def _rounded_scale(x):
+    return x * round(x.sum() / 10)          # a Python int: guarded like int(t)
+
+
+def _rounded_digits(x):
+    return x - round(x.max(), 1)            # a NumPy scalar: traced as np.round
+
+
+def test_round_of_a_traced_scalar_compiles():
+    # round() ran the whole signature eagerly; a guard on its int (a traced np.round with
+    # digits) keeps it compiled, and another rounded value, NaN included, takes a new trace
+    x = np.array([1.25, 3.5, 4.75], np.float32)
+    for fn in (_rounded_scale, _rounded_digits):
+        compiled = fusejit.compile(fn)
+        for values in (x, x + 0.01, x * 3):
+            assert_same(fn(values.copy()), compiled(values))
+        info = compiled.cache_info()
+        assert info["eager_signatures"] == 0 and info["hits"] >= 1, info
+    compiled = fusejit.compile(_rounded_scale)
+    compiled(x)
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        compiled(np.array([np.nan, 1.0, 2.0], np.float32))
+    assert_same(_rounded_scale(x * 3), compiled(x * 3))
+
+
+def test_round_of_an_array_raises_as_numpy():
+    for fn in (lambda x: round(x * 2), fusejit.compile(lambda x: round(x * 2))):
+        with pytest.raises(TypeError, match="doesn't define __round__"):
+            fn(np.ones(3))
 
 
 def _take_into_made(x):
