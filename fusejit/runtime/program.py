@@ -48,7 +48,7 @@ class GuardCheck:
 
     def holds(self, value) -> bool:
         try:
-            observed = _convert(value, self.convert)
+            observed = _convert(value, self.convert, self.loc)
         except (TypeError, ValueError, OverflowError):  # int(nan): no path was traced for it
             return False
         return _same(observed, self.expected)
@@ -70,7 +70,7 @@ def _same(observed, expected) -> bool:
     return observed == expected
 
 
-def _convert(value, how):
+def _convert(value, how, loc=None):
     if not isinstance(how, str):    # tracer.text.TextRead: text of the value, read
         return how(value)
     if how == "shape":
@@ -79,7 +79,15 @@ def _convert(value, how):
         return value.tolist()
     if how == "item":
         return value.item()
-    return {"bool": bool, "int": int, "float": float}[how](value)
+    convert = {"bool": bool, "int": int, "float": float}[how]
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]   # a traced NumPy scalar is a 0-d array here (float() of a complex
+        #                     one refuses it: every replay traced again)
+    if loc is not None and how != "bool" and isinstance(value, np.complexfloating):
+        # NumPy's ComplexWarning names the innermost Python frame: the user's line, as eagerly
+        return calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
+                            module_of(loc.file))(convert, (value,), {})
+    return convert(value)
 
 
 @dataclass
@@ -221,6 +229,8 @@ def host_call(node: Node):
     impl = opdef.impl
     if node.op == "host" and node.loc is not None:
         return _located_host_call(node, attrs)
+    if node.op == "cast" and node.loc is not None and _drops_imaginary(node):
+        return _located_cast(node, attrs["dtype"])
 
     def call(*values):
         result = impl(*values, **attrs)
@@ -242,6 +252,25 @@ def _located_host_call(node: Node, attrs: dict):
         args, kwargs = ops.host_arguments(values, spec)
         return ops.host_results(via(fn, args, kwargs))
     call.__name__ = "host_host"
+    return call
+
+
+def _drops_imaginary(node: Node) -> bool:
+    return node.inputs[0].type.dtype.kind == "c" and np.dtype(node.attr["dtype"]).kind not in "cb"
+
+
+def _located_cast(node: Node, dtype):
+    """A complex array cast to a real type, by NumPy's own C method called from a frame that
+    is the user's line: its ComplexWarning ("discards the imaginary part") names that line on
+    every replay, as eagerly (from a Python frame of fusejit's it named that frame)."""
+    loc = node.loc
+    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
+                       module_of(loc.file))
+
+    def call(value):
+        return (via(np.ndarray.astype, (np.asarray(value), dtype), {}),)
+    call.__name__ = "host_cast"
+    call.warns = True     # an out-of-range value's "invalid value" is quiet, as in kernels
     return call
 
 

@@ -220,10 +220,23 @@ def python_float(recorder, var, value: float) -> float:
     return value
 
 
+def _from_user_line(convert, tracer):
+    """``convert(tracer.value)`` (``float``, ``int``); of a complex value, called from a frame
+    that is the user's line, so that NumPy's ComplexWarning names that line, as eagerly."""
+    frames = user_frames(2) if np.dtype(tracer.dtype).kind == "c" else None
+    if not frames:
+        return convert(tracer.value)
+    from ..located import calling_from
+    frame = frames[0]
+    via = calling_from(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name,
+                       frame.f_globals.get("__name__"))
+    return via(convert, (tracer.value,), {})
+
+
 @_noting_raises
 def to_float(tracer) -> float:
     if not live(tracer) or np.dtype(tracer.dtype).kind == "c":
-        value = float(tracer.value)
+        value = _from_user_line(float, tracer)
         if live(tracer):
             add_guard(tracer.recorder, tracer.ir_var, "float", value)
         return value
@@ -297,7 +310,7 @@ def guarded_value(tracer) -> float:
 
 @_noting_raises
 def to_int(tracer) -> int:
-    value = int(tracer.value)
+    value = _from_user_line(int, tracer)
     if live(tracer):
         add_guard(tracer.recorder, tracer.ir_var, "int", value)
     return value

@@ -66,12 +66,11 @@ def _integer_view(rec, concrete, tracer, derive) -> ViewLink | None:
     return None
 
 
-def _assign(target, key, value):
-    target[key] = value
-
-
 def setitem(tracer, key, value):
-    surface(_assign, _record_setitem, (tracer, key, value), {})
+    # operator.setitem, not a Python function: a warning NumPy's C code issues (ComplexWarning
+    # of a complex value stored into a real array) names the innermost Python frame, which
+    # is then the user's line (``located``), as eagerly
+    surface(operator.setitem, _record_setitem, (tracer, key, value), {})
 
 
 def python_float_into(value, dtype) -> np.ndarray:

@@ -219,7 +219,14 @@ def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=Tr
         return Tracer.__getattr__(self, "astype")(dtype, order, casting, subok, copy)
     if not np.can_cast(self.dtype, np.dtype(dtype), casting):
         np.empty(0, self.dtype).astype(dtype, casting=casting)   # raises NumPy's error
-    return np.astype(self, dtype, copy=copy)
+    method = getattr(type(getattr(self, "value", None)), "astype", None)
+    if not isinstance(self, Tracer) or method is None:
+        return np.astype(self, dtype, copy=copy)
+    # recorded as np.astype, computed by the value's own C method (not np.astype's Python
+    # frame): NumPy's ComplexWarning then names the user's line, as the method does eagerly
+    from .registry import FUNCTIONS, _or_host_op
+    return surface(method, _or_host_op(np.astype, FUNCTIONS[np.astype]), (self, dtype),
+                   {"copy": copy})
 
 
 def _copy_method(self, order="C"):

@@ -702,6 +702,49 @@ def test_floating_point_warnings_while_tracing_name_the_users_line():
     assert _warnings_of(compiled, zeros) == []   # a replay does not warn (README)
 
 
+def _astype_of_complex(z):
+    return (z * 2).astype(np.float64) + 1
+
+
+def _store_complex(z):
+    o = np.zeros(2)
+    o[:] = z * 2
+    return o
+
+
+def _float_of_complex(z):
+    return z * float(z[0])
+
+
+def _int_of_complex(z):
+    return z * int(z[1])
+
+
+@pytest.mark.parametrize("fn", [_astype_of_complex, _store_complex, _float_of_complex,
+                                _int_of_complex])
+def test_complex_warning_names_the_users_line_on_every_call(fn):
+    # NumPy's C code warns from the innermost Python frame: while tracing that was
+    # fusejit's (operators, indexing, guards), and on replay the cast's reference in ir/ops.py
+    z = np.array([1 + 2j, 3 - 1j])
+    compiled = fusejit.compile(fn)
+    eager = _warnings_of(fn, z)
+    assert [w[0] for w in eager] == [np.exceptions.ComplexWarning]
+    for _ in range(3):
+        assert _warnings_of(compiled, z) == eager
+        assert_same(fn(z), compiled(z))
+    assert compiled.cache_info()["hits"] >= 3
+
+
+def test_a_complex_warning_turned_into_an_error_raises_from_the_users_line():
+    compiled = fusejit.compile(_astype_of_complex)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
+        for fn in (_astype_of_complex, compiled, compiled):
+            with pytest.raises(np.exceptions.ComplexWarning) as raised:
+                fn(np.array([1j]))
+            assert raised.traceback[-1].frame.code.raw.co_filename == __file__
+
+
 def test_a_body_that_turns_floating_point_warnings_into_errors_runs_eagerly():
     # whether np.log raises then depends on data, and the except branch with it
     def guarded_log(x):
