@@ -25,7 +25,7 @@ from ..codegen.numba_cuda import build_cuda_kernel
 from ..ir import Graph, Lit, Node, Var
 from ..ir.interpret import run_node
 from ..passes.rewrite import is_view
-from .program import GuardFailed, _place_checks
+from .program import GuardFailed, _place_checks, host_call
 
 ALIGN = 256
 
@@ -82,6 +82,9 @@ class CudaProgram:
         self._literals: dict = {}   # Lit -> its device copy
         self._lock = threading.Lock()
         self._last_read = _last_reads(steps, graph)
+        self._view_node = {var: step.node for step in steps if step.kind == "view"
+                           for var in step.writes}
+        self._shared = _host_shared(graph, self._view_node)
 
     # -- the call -------------------------------------------------------------------------
     def run(self, inputs) -> list:
@@ -167,20 +170,39 @@ class CudaProgram:
 
     def _results(self, env, inputs, on_device: bool, stream) -> list:
         positions = {var: j for j, var in enumerate(self.graph.inputs)}
+        if not on_device:
+            made = {var: inputs[j] for var, j in positions.items()}
+            results = [self._host_result(value, env, made, stream)
+                       for value in self.graph.outputs]
+            stream.synchronize()
+            return results
         results = []
         for value in self.graph.outputs:
             if isinstance(value, Var) and value in positions and \
-                    arrays.is_device_array(inputs[positions[value]]) == on_device:
+                    arrays.is_device_array(inputs[positions[value]]):
                 results.append(inputs[positions[value]])
-            elif on_device:
+            else:
                 result = self._value(value, env, stream)
                 if isinstance(value, Var) and tuple(result.shape) != value.type.shape:
                     result = result.reshape(value.type.shape)   # a 0-d array went up (1,)
                 results.append(result)
-            else:
-                results.append(self._host_value(value, env, stream))
         stream.synchronize()
         return results
+
+    def _host_result(self, value, env, made: dict, stream):
+        """A result on the host, sharing memory as NumPy's does: a view of an argument is that
+        view of the caller's array, a view of another result a view of its one download, and a
+        result returned twice one object (each came back from the device as its own copy)."""
+        if not isinstance(value, Var):
+            return self._host_value(value, env, stream)
+        if value not in made:
+            node = self._view_node.get(value)
+            if node is not None and node.inputs[0] in self._shared:
+                base = self._host_result(node.inputs[0], env, made, stream)
+                made.update(zip(node.outputs, host_call(node)(base), strict=True))
+            else:
+                made[value] = self._host_value(value, env, stream)
+        return made[value]
 
     @staticmethod
     def write_back(target, value) -> None:
@@ -196,6 +218,17 @@ class CudaProgram:
         target.copy_to_device(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
                               else value)
         cuda.synchronize()
+
+
+def _host_shared(graph: Graph, view_node: dict) -> set:
+    """Vars whose memory NumPy's results share with the caller's: the arguments, the results,
+    and views of those; views among them are taken on the host from the caller's arguments
+    and the downloaded results."""
+    shared = set(graph.inputs) | {v for v in graph.outputs if isinstance(v, Var)}
+    for node in {id(n): n for n in view_node.values()}.values():   # in program order
+        if isinstance(node.inputs[0], Var) and node.inputs[0] in shared:
+            shared.update(node.outputs)
+    return shared
 
 
 def copy_node(var: Var) -> Node:

@@ -172,3 +172,46 @@ def test_signed_zeros_of_maximum_minimum_and_clip_follow_numpy():
     for want, got in zip(expected, replayed, strict=True):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_array_equal(np.signbit(got)[:4], np.signbit(want)[:4])
+
+
+def _sharing(results, args) -> list:
+    """Which results share memory with which results and arguments (the graph NumPy makes)."""
+    results = results if isinstance(results, tuple) else (results,)
+    return [np.shares_memory(r, other) for r in results for other in (*results, *args)]
+
+
+def _view_of_result(x):
+    y = x * 2
+    return y, y[1:], y.T
+
+
+def _view_of_argument(x):
+    return x[1:], x * 2, x.reshape(-1)
+
+
+def _view_taken_before_a_write(x):
+    v = x[::2]
+    x += 1
+    return v, x * 3
+
+
+def _one_result_twice(x):
+    y = x + 1
+    return y, y, y[0]
+
+
+@pytest.mark.parametrize("fn", [_view_of_result, _view_of_argument, _view_taken_before_a_write,
+                                _one_result_twice])
+def test_results_share_memory_as_numpys_with_numpy_inputs(fn):
+    # each result came back from the device as its own copy: y[1:] did not share y's memory,
+    # x[1:] not the caller's x, and a result returned twice was two arrays
+    compiled = fusejit.compile(fn, target="cuda")
+    for _ in range(3):
+        eager_args = (np.arange(12, dtype=np.float32).reshape(3, 4),)
+        run_args = copy.deepcopy(eager_args)
+        expected, got = fn(*eager_args), compiled(*run_args)
+        assert_same(expected, got, TOLERANCE)
+        assert_same(eager_args, run_args, TOLERANCE)
+        assert _sharing(got, run_args) == _sharing(expected, eager_args)
+        assert [r is got[0] for r in got] == [r is expected[0] for r in expected]
+    assert compiled.cache_info()["hits"] == 2
