@@ -54,6 +54,20 @@ def upload(array: np.ndarray, stream):
     return cuda.to_device(np.ascontiguousarray(array), stream=stream)
 
 
+def write_into(target, value) -> None:
+    """``value`` (a host or device array) into the device array ``target``: one transfer
+    where the target is C-contiguous, else Numba's assignment kernel, which writes through the
+    target's strides (CUDA transfers contiguous buffers only: ``d[:, ::2] += 1`` raised)."""
+    target = as_numba(target)
+    if not is_c_contiguous(target):
+        target[...] = value
+        return
+    if is_device_array(value) and not is_c_contiguous(value):
+        value = download(value, 0)
+    target.copy_to_device(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
+                          else value)
+
+
 def download(array, stream) -> np.ndarray:
     return array.copy_to_host(stream=stream)
 

@@ -212,11 +212,7 @@ class CudaProgram:
             np.copyto(target, arrays.download(value, 0) if arrays.is_device_array(value)
                       else value)
             return
-        target = arrays.as_numba(target)
-        if arrays.is_device_array(value) and not arrays.is_c_contiguous(value):
-            value = arrays.download(value, 0)
-        target.copy_to_device(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
-                              else value)
+        arrays.write_into(target, value)
         cuda.synchronize()
 
 

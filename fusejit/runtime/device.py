@@ -26,21 +26,99 @@ def to_host(value):
 
 
 def host_copies(args, kwargs):
-    """(args, kwargs) with device arrays replaced by host copies, and which leaves they were."""
+    """(args, kwargs) with device arrays replaced by host copies, and which leaves they were.
+    Device arrays that share memory get host copies that share it the same way (``f(d, d)``
+    one copy; ``f(d[1:], d[:3])`` views of one copy of the bytes both span), so the body sees
+    its writes through one in its reads of the other, as on arrays."""
     leaves, treedef = flatten((args, kwargs))
     device = [i for i, leaf in enumerate(leaves) if is_device_array(leaf)]
     if not device:
         return args, kwargs, ()
-    host = [to_host(leaf) if i in device else leaf for i, leaf in enumerate(leaves)]
+    host = list(leaves)
+    for group in _overlapping(leaves, device):
+        for index, copy in zip(group, _shared_copies([leaves[i] for i in group]), strict=True):
+            host[index] = copy
     new_args, new_kwargs = unflatten(treedef, host)
     return new_args, new_kwargs, tuple(device)
+
+
+def device_layout(array) -> tuple:
+    """``(start, end, pointer, shape, strides, dtype)``: the bytes ``[start, end)`` a device
+    array's elements span, from its ``__cuda_array_interface__`` (the simulator's: its NumPy
+    array's)."""
+    face = getattr(array, "__cuda_array_interface__", None) or \
+        array._ary.__array_interface__   # the CUDA simulator's FakeCUDAArray
+    dtype, shape = np.dtype(face["typestr"]), tuple(face["shape"])
+    strides = tuple(face.get("strides") or _c_strides(shape, dtype.itemsize))
+    pointer = face["data"][0]
+    if 0 in shape:
+        return pointer, pointer, pointer, shape, strides, dtype
+    low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))
+    high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))
+    return pointer + low, pointer + high + dtype.itemsize, pointer, shape, strides, dtype
+
+
+def overlaps_device(target, others) -> bool:
+    """Whether the device array ``target``'s bytes overlap any device array's in ``others``."""
+    start, stop = device_layout(target)[:2]
+    for other in others:
+        if other is target or is_device_array(other):
+            low, high = device_layout(other)[:2]
+            if low < stop and start < high:
+                return True
+    return False
+
+
+def _c_strides(shape, itemsize) -> tuple:
+    strides, step = [], itemsize
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _overlapping(leaves, device) -> list[list[int]]:
+    """The device leaves in groups whose byte spans overlap, transitively."""
+    spans = sorted((device_layout(leaves[i])[:2], i) for i in device)
+    groups, end = [], None
+    for (start, stop), index in spans:
+        if groups and start < end:
+            groups[-1].append(index)
+            end = max(end, stop)
+        else:
+            groups.append([index])
+            end = stop
+    return groups
+
+
+def _shared_copies(arrays: list) -> list:
+    """Host copies of device arrays whose memory overlaps, sharing memory as they do."""
+    if len(arrays) == 1:
+        return [to_host(arrays[0])]
+    layouts = [device_layout(a) for a in arrays]
+    start, stop = min(lay[0] for lay in layouts), max(lay[1] for lay in layouts)
+    raw = _download_bytes(arrays[0], start, stop - start)
+    return [np.ndarray(shape, dtype, buffer=raw, offset=pointer - start, strides=strides)
+            for _, _, pointer, shape, strides, dtype in layouts]
+
+
+def _download_bytes(owner, address: int, size: int) -> np.ndarray:
+    """``size`` bytes of device memory from ``address`` (within ``owner``'s allocation)."""
+    from ..codegen.cuda_arrays import simulator_active
+    if simulator_active():   # the simulator's device memory is host memory
+        import ctypes
+        return np.frombuffer((ctypes.c_char * size).from_address(address), np.uint8).copy()
+    from numba import cuda
+    face = {"shape": (size,), "typestr": "|u1", "data": (address, False), "version": 3,
+            "strides": None}
+    return cuda.from_cuda_array_interface(face, owner=owner, sync=True).copy_to_host()
 
 
 def copy_into(target, value) -> None:
     """Write ``value`` into an argument array, wherever it lives."""
     if is_device_array(target):
-        target.copy_to_device(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
-                              else value)
+        from ..codegen.cuda_arrays import write_into
+        write_into(target, value)
     else:
         np.copyto(target, value)
 

@@ -15,7 +15,7 @@ from ..tracer.captures import ContainerChanged
 from ..tracer.returned_views import apply_views
 from . import undo
 from .deferred_writes import check_writeable, write_all
-from .device import is_device_array
+from .device import is_device_array, overlaps_device
 from .program import GuardFailed, Program
 
 log = topic("runtime")
@@ -220,6 +220,9 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
         if isinstance(array, np.ndarray):
             by_owner.setdefault(_owner(array), []).append(key)
     for key, target in targets.items():
+        if is_device_array(target) and overlaps_device(
+                target, [a for other, a in arrays.items() if other != key]):
+            return True   # ``f(d, d)`` with device arrays: run on host copies sharing memory
         if not isinstance(target, np.ndarray):
             continue
         owner = _owner(target)

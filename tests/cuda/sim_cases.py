@@ -215,3 +215,52 @@ def test_results_share_memory_as_numpys_with_numpy_inputs(fn):
         assert _sharing(got, run_args) == _sharing(expected, eager_args)
         assert [r is got[0] for r in got] == [r is expected[0] for r in expected]
     assert compiled.cache_info()["hits"] == 2
+
+
+def _add_one_then_double(x):
+    x += 1
+    return x * 2
+
+
+def test_an_in_place_update_of_a_strided_device_view_writes_through_its_strides():
+    # CUDA transfers contiguous buffers only: copying the update back into d[:, ::2] raised,
+    # and every call traced again and raised
+    compiled = fusejit.compile(_add_one_then_double, target="cuda")
+    base, host = cuda.to_device(np.zeros((2, 4), np.float32)), np.zeros((2, 4), np.float32)
+    for _ in range(3):
+        got = compiled(base[:, ::2])
+        assert_same(_add_one_then_double(host[:, ::2]), got.copy_to_host(), TOLERANCE)
+        np.testing.assert_array_equal(base.copy_to_host(), host)
+    assert compiled.cache_info()["hits"] == 2
+
+
+def _write_one_read_other(x, y):
+    x += 1
+    return y * 2
+
+
+@pytest.mark.parametrize("views", [lambda d: (d, d), lambda d: (d[1:], d[:3])],
+                         ids=["same-array", "overlapping-views"])
+def test_device_arguments_that_share_memory_see_each_others_writes(views):
+    # each device argument went to the host as its own copy: y did not see x's write (y * 2
+    # of the old values, on every call)
+    compiled = fusejit.compile(_write_one_read_other, target="cuda")
+    for _ in range(3):
+        host = np.arange(6, dtype=np.float32)
+        device = cuda.to_device(host)
+        got = compiled(*views(device))
+        assert_same(_write_one_read_other(*views(host)), got.copy_to_host(), TOLERANCE)
+        np.testing.assert_array_equal(device.copy_to_host(), host)
+
+
+def test_overlapping_device_views_that_are_only_read_replay():
+    def differences(a, b):
+        return b - a
+
+    compiled = fusejit.compile(differences, target="cuda")
+    values = np.arange(6, dtype=np.float32) ** 2
+    for _ in range(3):
+        device = cuda.to_device(values)
+        got = compiled(device[:-1], device[1:])
+        assert_same(differences(values[:-1], values[1:]), got.copy_to_host(), TOLERANCE)
+    assert compiled.cache_info()["hits"] == 2
