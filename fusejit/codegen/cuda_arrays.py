@@ -69,6 +69,13 @@ def write_into(target, value) -> None:
 
 
 def download(array, stream) -> np.ndarray:
+    if any(s < 0 for s in array.strides):
+        # Numba copies no negative strides to the host (NotImplementedError on a GPU; the
+        # simulator allows it): a contiguous copy on the device first (its assignment kernel)
+        from numba import cuda
+        copy = cuda.device_array(tuple(array.shape), array.dtype, stream=stream)
+        copy[...] = array
+        array = copy
     return array.copy_to_host(stream=stream)
 
 

@@ -264,3 +264,21 @@ def test_overlapping_device_views_that_are_only_read_replay():
         got = compiled(device[:-1], device[1:])
         assert_same(differences(values[:-1], values[1:]), got.copy_to_host(), TOLERANCE)
     assert compiled.cache_info()["hits"] == 2
+
+
+def _reversed_results(x):
+    return x * 2, x[::-1] + 0, (x + 1)[::-1]
+
+
+def test_device_arguments_and_results_with_negative_strides():
+    # Numba copies no negative strides to the host (a GPU raises NotImplementedError; the
+    # simulator does not): such arrays go through a contiguous device copy first
+    compiled = fusejit.compile(_reversed_results, target="cuda")
+    updating = fusejit.compile(_add_one_then_double, target="cuda")
+    for _ in range(3):
+        base, host = cuda.to_device(np.arange(6, dtype=np.float32)), np.arange(6, dtype=np.float32)
+        got = compiled(base[::-1])
+        assert_same(_reversed_results(host[::-1]), tuple(r.copy_to_host() for r in got), TOLERANCE)
+        got = updating(base[::-1])
+        assert_same(_add_one_then_double(host[::-1]), got.copy_to_host(), TOLERANCE)
+        np.testing.assert_array_equal(base.copy_to_host(), host)
