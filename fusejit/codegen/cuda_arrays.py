@@ -54,18 +54,9 @@ def upload(array: np.ndarray, stream):
     return cuda.to_device(np.ascontiguousarray(array), stream=stream)
 
 
-def write_into(target, value) -> None:
-    """``value`` (a host or device array) into the device array ``target``: one transfer
-    where the target is C-contiguous, else Numba's assignment kernel, which writes through the
-    target's strides (CUDA transfers contiguous buffers only: ``d[:, ::2] += 1`` raised)."""
-    target = as_numba(target)
-    if not is_c_contiguous(target):
-        target[...] = value
-        return
-    if is_device_array(value) and not is_c_contiguous(value):
-        value = download(value, 0)
-    target.copy_to_device(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
-                          else value)
+def everything(array) -> tuple:
+    """The key selecting all of ``array`` (Numba's device arrays take no ``...``)."""
+    return (slice(None),) * len(array.shape)
 
 
 def download(array, stream) -> np.ndarray:
@@ -74,7 +65,7 @@ def download(array, stream) -> np.ndarray:
         # simulator allows it): a contiguous copy on the device first (its assignment kernel)
         from numba import cuda
         copy = cuda.device_array(tuple(array.shape), array.dtype, stream=stream)
-        copy[...] = array
+        copy[everything(copy)] = array
         array = copy
     return array.copy_to_host(stream=stream)
 

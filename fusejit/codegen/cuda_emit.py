@@ -74,6 +74,8 @@ class Statements:
         template = ops.get(node.op).template(dtype)
         if dtype == np.bool_ and node.op in BOOL_TEMPLATES:
             template = BOOL_TEMPLATES[node.op]
+        if node.op == "mul" and np.dtype(dtype).kind == "f":
+            template = "mul_rn({0}, {1})"   # never contracted into an FMA (cuda_prelude)
         if template is None:
             raise NotImplementedError(f"{node.op} has no scalar template for {dtype}")
         value = node.attr.get("value")
@@ -151,8 +153,13 @@ class _RowsEmitter:
         plan = self.plan
         head = [f"rows = {product(plan.kept)}", f"cols = {product(list(plan.axes))}",
                 "tid = cuda.threadIdx.x", "width = cuda.blockDim.x"]
-        for p, node in enumerate(plan.reduces):
-            head += cuda_reduce.shared_lines(node, f"shared{p}")
+        # one shared array per accumulator dtype, reused phase after phase (each tree ends
+        # with a barrier): one per phase passed the 48 KiB of static shared memory a block
+        # may have once ~24 reductions were fused into one kernel
+        self.shared = [cuda_reduce.shared_name(node) for node in plan.reduces]
+        head += list(dict.fromkeys(line for node, name in zip(plan.reduces, self.shared,
+                                                              strict=True)
+                                   for line in cuda_reduce.shared_lines(node, name)))
         row = unravel_lines("row", plan.kept) + self._outer_lines(-1)
         for p, node in enumerate(plan.reduces):
             row += self._phase_lines(p, node) + self._outer_lines(p)
@@ -178,7 +185,7 @@ class _RowsEmitter:
             [value], lambda: cuda_reduce.update_lines(node, acc, self.stmts.ref(value), "col"))
         final = f"{self.stmts.names[node.out]} = {cuda_reduce.final_expr(node, acc)}"
         return (cuda_reduce.init_lines(node, acc) + loop
-                + cuda_reduce.tree_lines(node, acc, f"shared{p}") + [final])
+                + cuda_reduce.tree_lines(node, acc, self.shared[p]) + [final])
 
     def _outer_lines(self, phase: int) -> list[str]:
         plan, stmts, lines = self.plan, self.stmts, []

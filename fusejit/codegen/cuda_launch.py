@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 
-THREADS = 256
+from .cuda_reduce import MAX_THREADS
+
+THREADS = MAX_THREADS   # a row kernel's tree has one shared slot per thread of the block
 BLOCKS_PER_SM = 4
 SIM_THREADS, SIM_BLOCKS = 32, 2
 MATMUL_TILE = 16

@@ -16,7 +16,7 @@ import numpy as np
 from ..ir import Node
 from .reductions import accumulator_dtype
 
-MAX_THREADS = 256
+MAX_THREADS = 256   # the tree's shared arrays; cuda_launch.THREADS must not exceed it
 INDENT = "    "
 
 
@@ -87,6 +87,12 @@ def tree_lines(node: Node, acc: str, shared: str) -> list[str]:
     lines += [f"{INDENT}cuda.syncthreads()", f"{INDENT}stride //= 2",
               f"{acc} = {shared}[0]"] + ([f"{acc}_at = {shared}_at[0]"] if arg else [])
     return lines + ["cuda.syncthreads()"]
+
+
+def shared_name(node: Node) -> str:
+    """The shared array of ``node``'s accumulator dtype (an arg reduction's also has
+    ``<name>_at``)."""
+    return f"shared_{acc_dtype(node).name}"
 
 
 def shared_lines(node: Node, shared: str) -> list[str]:

@@ -37,6 +37,17 @@ _modules: dict[str, types.ModuleType] = {}
 _lock = threading.Lock()
 
 
+def _numpy_compat() -> None:
+    """numba-cuda 0.30 reads ``np.row_stack`` when it lowers array code, and NumPy 2.5 removed
+    that alias of ``np.vstack``: every CUDA kernel then failed to compile and each signature
+    ran eagerly (seen on the H200 machine's NumPy 2.5.2). The alias is put back."""
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
+_numpy_compat()
+
+
 class CudaKernel:
     """One kernel: the shared module plus this node's shapes and launch rule.
 

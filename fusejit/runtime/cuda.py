@@ -22,7 +22,7 @@ import numpy as np
 from ..codegen import cuda_arrays as arrays
 from ..codegen.cuda_matmul import build_cuda_matmul, epilogue_fits, matmul_supported
 from ..codegen.numba_cuda import build_cuda_kernel
-from ..ir import Graph, Lit, Node, Var
+from ..ir import Graph, Lit, Node, TensorType, Var
 from ..ir.interpret import run_node
 from ..passes.rewrite import is_view
 from .program import GuardFailed, _place_checks, host_call
@@ -212,7 +212,7 @@ class CudaProgram:
             np.copyto(target, arrays.download(value, 0) if arrays.is_device_array(value)
                       else value)
             return
-        arrays.write_into(target, value)
+        write_into(target, value)
         cuda.synchronize()
 
 
@@ -225,6 +225,26 @@ def _host_shared(graph: Graph, view_node: dict) -> set:
         if isinstance(node.inputs[0], Var) and node.inputs[0] in shared:
             shared.update(node.outputs)
     return shared
+
+
+def write_into(target, value) -> None:
+    """``value`` (a host or device array of ``target``'s shape) into the device array
+    ``target``: one transfer where the target is C-contiguous, else the generated copy kernel,
+    which stores through the target's strides. CUDA transfers contiguous buffers only, and
+    Numba's own assignment refuses negative strides and strided host sources (both seen on an
+    H200: ``d[:, ::2] += 1`` and ``d[::-1] += 1`` raised on every call)."""
+    target = arrays.as_numba(target)
+    if arrays.is_c_contiguous(target):
+        if arrays.is_device_array(value) and not arrays.is_c_contiguous(value):
+            value = arrays.download(value, 0)
+        target.copy_to_device(np.ascontiguousarray(value) if isinstance(value, np.ndarray)
+                              else value)
+        return
+    if not arrays.is_device_array(value):
+        value = arrays.upload(np.asarray(value, target.dtype), 0)
+    var = Var(TensorType(tuple(target.shape), np.dtype(target.dtype)))
+    kernel = build_cuda_kernel(copy_node(var))
+    kernel.launch([arrays.padded(arrays.as_numba(value))], [arrays.padded(target)], 0)
 
 
 def copy_node(var: Var) -> Node:

@@ -118,8 +118,11 @@ def _download_bytes(owner, address: int, size: int) -> np.ndarray:
 def copy_into(target, value) -> None:
     """Write ``value`` into an argument array, wherever it lives."""
     if is_device_array(target):
-        from ..codegen.cuda_arrays import write_into
+        from numba import cuda
+
+        from .cuda import write_into
         write_into(target, value)
+        cuda.synchronize()
     else:
         np.copyto(target, value)
 

@@ -39,7 +39,8 @@ def link(rec, var, *like) -> None:
 def layout(array: np.ndarray):
     """``"C"`` for a C-contiguous array, else its strides (0 on axes of length 1, whose
     stride no view-or-copy decision reads)."""
-    if array.flags.c_contiguous:
+    flags = array.flags   # a Numba device array's is a dict
+    if flags["C_CONTIGUOUS"]:
         return "C"
     return tuple(s if n > 1 else 0 for n, s in zip(array.shape, array.strides, strict=True))
 

@@ -123,6 +123,10 @@ def _branchy(x):
     return x - 1
 
 
+def _thirty_row_sums(x):
+    return sum((x + k).sum(-1) for k in range(30))
+
+
 def structure_cases():
     f32 = np.float32
     rng = np.random.default_rng(7)
@@ -132,6 +136,8 @@ def structure_cases():
     yield "softmax-rows", _softmax, (rand(5, 33),)
     yield "layernorm-rows", _layernorm, (rand(4, 40), rand(40), rand(40))
     yield "sibling-reductions", _sibling_reductions, (rand(6, 9),)
+    # 30 reductions in one row kernel: a shared array each passed the 48 KiB a block may have
+    yield "thirty-row-sums", _thirty_row_sums, (rand(4, 9),)
     yield "matmul-epilogue", _matmul_relu, (rand(5, 18), rand(18, 20), rand(20))
     yield "matmul-batched", _batched, (rand(2, 5, 17), rand(2, 17, 6))
     yield "matmul-transposed", _transposed, (rand(6, 9), rand(7, 9))
