@@ -58,3 +58,19 @@ def module_of(file: str) -> str:
         if isinstance(found, str) and os.path.abspath(found) == path:
             return name
     return os.path.splitext(os.path.basename(file))[0]
+
+
+def drops_imaginary(source, target) -> bool:
+    """A cast from a complex dtype to a real one: NumPy warns (ComplexWarning)."""
+    import numpy as np
+    return np.dtype(source).kind == "c" and np.dtype(target).kind not in "cb"
+
+
+def cast_from_line(loc, value, dtype):
+    """``value.astype(dtype)`` by NumPy's own C method called from a frame that is ``loc``'s
+    line: its ComplexWarning ("discards the imaginary part") names that line, as eagerly (from
+    a Python frame of fusejit's it named that frame)."""
+    import numpy as np
+    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
+                       module_of(loc.file))
+    return via(np.ndarray.astype, (np.asarray(value), dtype), {})

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..located import cast_from_line, drops_imaginary
 from . import ops
 from .graph import Graph, Lit, Node
 
@@ -21,6 +22,9 @@ def interpret(graph: Graph, *args) -> tuple[np.ndarray, ...]:
 def run_node(node: Node, values) -> tuple[np.ndarray, ...]:
     if node.op == "fused":
         return interpret(node.attr["body"], *values)
+    if node.op == "cast" and node.loc is not None and \
+            drops_imaginary(np.asarray(values[0]).dtype, node.attr["dtype"]):
+        return (cast_from_line(node.loc, values[0], node.attr["dtype"]),)   # names the line
     return ops.evaluate(node.op, values, node.attrs)
 
 

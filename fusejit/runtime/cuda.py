@@ -82,8 +82,8 @@ class CudaProgram:
         self._literals: dict = {}   # Lit -> its device copy
         self._lock = threading.Lock()
         self._last_read = _last_reads(steps, graph)
-        self._view_node = {var: step.node for step in steps if step.kind == "view"
-                           for var in step.writes}
+        self._view_node = {var: step.node for step in steps   # host steps too (x[::-1])
+                           if step.kind == "view" or is_view(step.node) for var in step.writes}
         self._shared = _host_shared(graph, self._view_node)
 
     # -- the call -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, Var, indexing, ops
-from ..located import calling_from, module_of
+from ..located import calling_from, cast_from_line, drops_imaginary, module_of
 from ..passes.in_place_updates import caller_donors, last_failure
 from ..passes.in_place_writes import in_place_writes
 from ..passes.plan_memory import view_parents
@@ -48,10 +48,14 @@ class GuardCheck:
 
     def holds(self, value) -> bool:
         try:
-            observed = _convert(value, self.convert, self.loc)
+            observed = _convert(value, self.convert)
         except (TypeError, ValueError, OverflowError):  # int(nan): no path was traced for it
             return False
-        return _same(observed, self.expected)
+        if not _same(observed, self.expected):
+            return False
+        if self.loc is not None and self.convert in ("float", "int"):
+            _warn_dropped_imaginary(value, self.convert, self.loc)
+        return True
 
 
 def _same(observed, expected) -> bool:
@@ -70,7 +74,17 @@ def _same(observed, expected) -> bool:
     return observed == expected
 
 
-def _convert(value, how, loc=None):
+def _warn_dropped_imaginary(value, how: str, loc) -> None:
+    """``float()``/``int()`` of a complex value warns (ComplexWarning) from the user's line,
+    as eagerly, once per call: only for the guard that holds (a failing one's path is not
+    the call's)."""
+    value = value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    if isinstance(value, np.complexfloating):
+        calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
+                     module_of(loc.file))({"float": float, "int": int}[how], (value,), {})
+
+
+def _convert(value, how):
     if not isinstance(how, str):    # tracer.text.TextRead: text of the value, read
         return how(value)
     if how == "shape":
@@ -83,10 +97,8 @@ def _convert(value, how, loc=None):
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]   # a traced NumPy scalar is a 0-d array here (float() of a complex
         #                     one refuses it: every replay traced again)
-    if loc is not None and how != "bool" and isinstance(value, np.complexfloating):
-        # NumPy's ComplexWarning names the innermost Python frame: the user's line, as eagerly
-        return calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
-                            module_of(loc.file))(convert, (value,), {})
+    if how != "bool" and isinstance(value, np.complexfloating):
+        value = value.real    # the same number, without the warning (``holds`` issues it)
     return convert(value)
 
 
@@ -256,19 +268,16 @@ def _located_host_call(node: Node, attrs: dict):
 
 
 def _drops_imaginary(node: Node) -> bool:
-    return node.inputs[0].type.dtype.kind == "c" and np.dtype(node.attr["dtype"]).kind not in "cb"
+    return drops_imaginary(node.inputs[0].type.dtype, node.attr["dtype"])
 
 
 def _located_cast(node: Node, dtype):
-    """A complex array cast to a real type, by NumPy's own C method called from a frame that
-    is the user's line: its ComplexWarning ("discards the imaginary part") names that line on
-    every replay, as eagerly (from a Python frame of fusejit's it named that frame)."""
+    """A complex array cast to a real type, from the node's line (``located.cast_from_line``)
+    on every replay, as eagerly."""
     loc = node.loc
-    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
-                       module_of(loc.file))
 
     def call(value):
-        return (via(np.ndarray.astype, (np.asarray(value), dtype), {}),)
+        return (cast_from_line(loc, value, dtype),)
     call.__name__ = "host_cast"
     call.warns = True     # an out-of-range value's "invalid value" is quiet, as in kernels
     return call

@@ -185,8 +185,10 @@ class Tracer:
         """``round(t)`` of a NumPy scalar: Python's ``int``, guarded like ``int(t)``; with
         ``ndigits``, NumPy's rounding to that many digits, traced (``np.round``, the same
         result and type). An array has no ``__round__``, as eagerly."""
-        if isinstance(self.value, np.ndarray):
-            raise TypeError("type numpy.ndarray doesn't define __round__ method")
+        kind = type(self.value)
+        if getattr(kind, "__round__", None) is None:   # arrays, complex and bool scalars
+            raise TypeError(f"type {kind.__module__}.{kind.__qualname__} doesn't define "
+                            "__round__ method")
         if ndigits is not None:
             return np.round(self, ndigits)
         return guards.to_round(self)

@@ -200,8 +200,13 @@ def _one_result_twice(x):
     return y, y, y[0]
 
 
+def _reversed_views(x):
+    y = x * 2
+    return y, y[::-1], x[::-1]      # negative strides: views lowered as host steps
+
+
 @pytest.mark.parametrize("fn", [_view_of_result, _view_of_argument, _view_taken_before_a_write,
-                                _one_result_twice])
+                                _one_result_twice, _reversed_views])
 def test_results_share_memory_as_numpys_with_numpy_inputs(fn):
     # each result came back from the device as its own copy: y[1:] did not share y's memory,
     # x[1:] not the caller's x, and a result returned twice was two arrays
@@ -282,3 +287,23 @@ def test_device_arguments_and_results_with_negative_strides():
         got = updating(base[::-1])
         assert_same(_add_one_then_double(host[::-1]), got.copy_to_host(), TOLERANCE)
         np.testing.assert_array_equal(base.copy_to_host(), host)
+
+
+def _complex_to_real(z):
+    return z.astype(np.float64) + 1
+
+
+def test_a_complex_warning_names_the_users_line_on_cuda_replays():
+    # the declined complex kernel ran through the reference interpreter: it named ir/ops.py
+    import warnings
+    compiled = fusejit.compile(_complex_to_real, target="cuda")
+    z = np.array([1 + 2j, 3 - 1j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = _complex_to_real(z)
+    for _ in range(3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert_same(expected, compiled(z), TOLERANCE)
+        assert [(w.category, w.filename) for w in caught] == [
+            (np.exceptions.ComplexWarning, __file__)]

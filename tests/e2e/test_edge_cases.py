@@ -735,6 +735,45 @@ def test_complex_warning_names_the_users_line_on_every_call(fn):
     assert compiled.cache_info()["hits"] >= 3
 
 
+def _branch_on_complex(z):
+    if float(z[0]) > 0:
+        return np.abs(z) + 1
+    return np.abs(z) - 1
+
+
+def test_complex_warning_once_per_call_when_a_guard_of_another_path_fails():
+    # each path's float() guard warned, the failing one's too: two warnings a call
+    compiled = fusejit.compile(_branch_on_complex)
+    negative, positive = np.array([-1 + 1j, 2, 3]), np.array([5 + 1j, 2, 3])
+    compiled(negative)
+    for _ in range(3):
+        assert len(_warnings_of(compiled, positive)) == len(_warnings_of(
+            _branch_on_complex, positive)) == 1
+    assert compiled.cache_info()["traces"] == 2
+
+
+def _update_then_cast(z, out):
+    out += 1
+    return z.astype(np.float64)
+
+
+def test_an_in_place_update_before_a_complex_cast_that_raises_is_applied_once():
+    # under an "error" filter the cast raises ComplexWarning after the kernel had written
+    # ``out`` in place; the retrace added 1 again
+    compiled = fusejit.compile(_update_then_cast)
+    z = np.array([1 + 1j, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(z, np.zeros(2))
+    for fn in (_update_then_cast, compiled):
+        out = np.zeros(2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            with pytest.raises(np.exceptions.ComplexWarning):
+                fn(z, out)
+        np.testing.assert_array_equal(out, np.ones(2))
+
+
 def test_a_complex_warning_turned_into_an_error_raises_from_the_users_line():
     compiled = fusejit.compile(_astype_of_complex)
     with warnings.catch_warnings():

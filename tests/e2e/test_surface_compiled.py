@@ -287,10 +287,18 @@ def test_round_of_a_traced_scalar_compiles():
     assert_same(_rounded_scale(x * 3), compiled(x * 3))
 
 
-def test_round_of_an_array_raises_as_numpy():
-    for fn in (lambda x: round(x * 2), fusejit.compile(lambda x: round(x * 2))):
-        with pytest.raises(TypeError, match="doesn't define __round__"):
-            fn(np.ones(3))
+@pytest.mark.parametrize("body, values", [
+    (lambda x: round(x * 2), np.ones(3)),
+    (lambda x: round(x.sum(), 1), np.array([1.25 + 2j, 1])),   # complex: compiled rounded it
+    (lambda x: round(x.sum()), np.array([1.25 + 2j, 1])),
+    (lambda x: round(x.any(), 1), np.array([True, False]))], ids=["array", "complex-digits",
+                                                                   "complex", "bool"])
+def test_round_of_what_has_no_round_raises_as_numpy(body, values):
+    compiled = fusejit.compile(body)
+    for _ in range(2):
+        for fn in (body, compiled):
+            with pytest.raises(TypeError, match="doesn't define __round__"):
+                fn(values)
 
 
 def _take_into_made(x):
