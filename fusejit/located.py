@@ -60,6 +60,18 @@ def module_of(file: str) -> str:
     return os.path.splitext(os.path.basename(file))[0]
 
 
+def at_line(loc):
+    """``calling_from`` for a recorded ``Loc``: calls made as if from that user line."""
+    return calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
+                        module_of(loc.file))
+
+
+def at_frame(frame):
+    """``calling_from`` for a live frame of the user's code."""
+    return calling_from(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name,
+                        frame.f_globals.get("__name__"))
+
+
 def drops_imaginary(source, target) -> bool:
     """A cast from a complex dtype to a real one: NumPy warns (ComplexWarning)."""
     import numpy as np
@@ -71,6 +83,4 @@ def cast_from_line(loc, value, dtype):
     line: its ComplexWarning ("discards the imaginary part") names that line, as eagerly (from
     a Python frame of fusejit's it named that frame)."""
     import numpy as np
-    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
-                       module_of(loc.file))
-    return via(np.ndarray.astype, (np.asarray(value), dtype), {})
+    return at_line(loc)(np.ndarray.astype, (np.asarray(value), dtype), {})

@@ -22,6 +22,9 @@ SUFFIXED = {name.rsplit("_", 1)[0] for name in cuda_prelude.__all__
 # Numba's CUDA target cannot lower builtin max/min on booleans.
 BOOL_TEMPLATES = {"max": "{0} or {1}", "fmax": "{0} or {1}", "min": "{0} and {1}",
                   "fmin": "{0} and {1}", "clamp_lo": "{0} or {1}", "clamp_hi": "{0} and {1}"}
+# A float product rounded on its own, as NumPy's: NVVM would contract ``a * b + c`` into one
+# FMA (cuda_prelude's ``mul_rn``; matmul accumulation keeps FMA, as BLAS does)
+FLOAT_TEMPLATES = {"mul": "mul_rn({0}, {1})"}
 _CALL = re.compile(r"\b([a-z_][a-z0-9_]*)\(")
 
 
@@ -74,8 +77,8 @@ class Statements:
         template = ops.get(node.op).template(dtype)
         if dtype == np.bool_ and node.op in BOOL_TEMPLATES:
             template = BOOL_TEMPLATES[node.op]
-        if node.op == "mul" and np.dtype(dtype).kind == "f":
-            template = "mul_rn({0}, {1})"   # never contracted into an FMA (cuda_prelude)
+        if np.dtype(dtype).kind == "f" and node.op in FLOAT_TEMPLATES:
+            template = FLOAT_TEMPLATES[node.op]
         if template is None:
             raise NotImplementedError(f"{node.op} has no scalar template for {dtype}")
         value = node.attr.get("value")
@@ -148,15 +151,15 @@ class _RowsEmitter:
     def __init__(self, plan: CudaPlan):
         self.plan, self.stmts = plan, Statements(plan.body)
         self.emitted_outer: set[Node] = set()
+        # one shared array per accumulator dtype, reused phase after phase (each tree ends
+        # with a barrier): one per phase passed the 48 KiB of static shared memory a block
+        # may have once ~24 reductions were fused into one kernel
+        self.shared = [cuda_reduce.shared_name(node) for node in plan.reduces]
 
     def lines(self) -> list[str]:
         plan = self.plan
         head = [f"rows = {product(plan.kept)}", f"cols = {product(list(plan.axes))}",
                 "tid = cuda.threadIdx.x", "width = cuda.blockDim.x"]
-        # one shared array per accumulator dtype, reused phase after phase (each tree ends
-        # with a barrier): one per phase passed the 48 KiB of static shared memory a block
-        # may have once ~24 reductions were fused into one kernel
-        self.shared = [cuda_reduce.shared_name(node) for node in plan.reduces]
         head += list(dict.fromkeys(line for node, name in zip(plan.reduces, self.shared,
                                                               strict=True)
                                    for line in cuda_reduce.shared_lines(node, name)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Lit, Node, Var
+from ..located import drops_imaginary
 from .manager import PassResult, register_pass
 
 INDEXING_OPS = ("gather", "setitem", "scatter_add")
@@ -25,8 +26,7 @@ def may_raise(node: Node) -> bool:
                    isinstance(v, Lit) and v.dtype.kind in "iu" for v in node.inputs)
     if node.op == "cast":   # complex to real: a ComplexWarning, an error under an "error" filter
         source = node.inputs[0]
-        return isinstance(source, Var) and source.type.dtype.kind == "c" and \
-            np.dtype(node.attr["dtype"]).kind not in "cb"
+        return isinstance(source, Var) and drops_imaginary(source.type.dtype, node.attr["dtype"])
     if node.op == "host" and node.attr.get("elementwise"):   # an op on a data-dependent shape
         arrays = [v for v in node.inputs if v.type.ndim > 0]   # may no longer broadcast
         return len(arrays) > 1 or node.attr["name"] == "pow" and node.out.type.dtype.kind in "iu"

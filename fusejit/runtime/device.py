@@ -63,7 +63,7 @@ def overlaps_device(target, others) -> bool:
     """Whether the device array ``target``'s bytes overlap any device array's in ``others``."""
     start, stop = device_layout(target)[:2]
     for other in others:
-        if other is target or is_device_array(other):
+        if is_device_array(other):
             low, high = device_layout(other)[:2]
             if low < stop and start < high:
                 return True

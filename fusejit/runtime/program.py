@@ -11,7 +11,7 @@ import numpy as np
 
 from ..codegen import build_kernel
 from ..ir import Graph, Lit, Node, Var, indexing, ops
-from ..located import calling_from, cast_from_line, drops_imaginary, module_of
+from ..located import at_line, cast_from_line, drops_imaginary
 from ..passes.in_place_updates import caller_donors, last_failure
 from ..passes.in_place_writes import in_place_writes
 from ..passes.plan_memory import view_parents
@@ -37,7 +37,7 @@ class GuardFailed(Exception):
 @dataclass(frozen=True)
 class GuardCheck:
     slot: int
-    convert: object    # "bool" | "int" | "float" | "item" | "tolist" | "shape" | a TextRead
+    convert: object    # "bool" | "int" | "float" | "item" | "tolist" | "shape" | tracer.text's
     expected: object
     loc: object = field(default=None, compare=False)   # the user's line that branched
 
@@ -53,8 +53,9 @@ class GuardCheck:
             return False
         if not _same(observed, self.expected):
             return False
-        if self.loc is not None and self.convert in ("float", "int"):
-            _warn_dropped_imaginary(value, self.convert, self.loc)
+        warn = None if type(self.convert) is str else getattr(self.convert, "warn", None)
+        if warn is not None and self.loc is not None:   # tracer.text.RealPart
+            warn(value, self.loc)
         return True
 
 
@@ -74,16 +75,6 @@ def _same(observed, expected) -> bool:
     return observed == expected
 
 
-def _warn_dropped_imaginary(value, how: str, loc) -> None:
-    """``float()``/``int()`` of a complex value warns (ComplexWarning) from the user's line,
-    as eagerly, once per call: only for the guard that holds (a failing one's path is not
-    the call's)."""
-    value = value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
-    if isinstance(value, np.complexfloating):
-        calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
-                     module_of(loc.file))({"float": float, "int": int}[how], (value,), {})
-
-
 def _convert(value, how):
     if not isinstance(how, str):    # tracer.text.TextRead: text of the value, read
         return how(value)
@@ -93,13 +84,7 @@ def _convert(value, how):
         return value.tolist()
     if how == "item":
         return value.item()
-    convert = {"bool": bool, "int": int, "float": float}[how]
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]   # a traced NumPy scalar is a 0-d array here (float() of a complex
-        #                     one refuses it: every replay traced again)
-    if how != "bool" and isinstance(value, np.complexfloating):
-        value = value.real    # the same number, without the warning (``holds`` issues it)
-    return convert(value)
+    return {"bool": bool, "int": int, "float": float}[how](value)
 
 
 @dataclass
@@ -256,9 +241,7 @@ def _located_host_call(node: Node, attrs: dict):
     """An opaque NumPy call made from a frame that is the user's line, so that a warning its
     Python code issues (``np.nanmean``: "Mean of empty slice") names that line on every
     replay, as eagerly, and a traceback through it shows it."""
-    loc, fn, spec = node.loc, attrs["fn"], attrs["spec"]
-    via = calling_from(loc.file, loc.line, loc.scope.rsplit("/", 1)[-1] or "<module>",
-                       module_of(loc.file))
+    fn, spec, via = attrs["fn"], attrs["spec"], at_line(node.loc)
 
     def call(*values):
         args, kwargs = ops.host_arguments(values, spec)

@@ -19,7 +19,7 @@ from .. import config, fperrors
 from ..errors import EagerFallback, FusejitError, UnsupportedError
 from ..ir import Lit, Loc, Node, SizeLit, TensorType, Var, ops
 from ..ir.types import numeric
-from ..located import calling_from
+from ..located import at_frame
 from . import pystate
 from .captures import Capture, Roots, find_captures, path_key
 from .loc import current_loc, user_frames
@@ -408,10 +408,8 @@ def _compute(compute, recorder, args, kwargs):
         recorder.set_fallback(fperrors.FILTER_REASON)
     frames = user_frames(3)
     if frames:
-        frame = frames[0]
-        via = calling_from(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name,
-                           frame.f_globals.get("__name__"))
-        concrete, messages = fperrors.collecting(via, compute, unwrap(args), unwrap(kwargs))
+        concrete, messages = fperrors.collecting(at_frame(frames[0]), compute, unwrap(args),
+                                                 unwrap(kwargs))
     else:
         concrete, messages = fperrors.collecting(compute, *unwrap(args), **unwrap(kwargs))
     if messages:

@@ -226,11 +226,16 @@ def _from_user_line(convert, tracer):
     frames = user_frames(2) if np.dtype(tracer.dtype).kind == "c" else None
     if not frames:
         return convert(tracer.value)
-    from ..located import calling_from
-    frame = frames[0]
-    via = calling_from(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name,
-                       frame.f_globals.get("__name__"))
-    return via(convert, (tracer.value,), {})
+    from ..located import at_frame
+    return at_frame(frames[0])(convert, (tracer.value,), {})
+
+
+def _conversion(how: str, tracer):
+    """``how`` ("float", "int"), or for a complex value its ``RealPart`` conversion."""
+    if np.dtype(tracer.dtype).kind != "c":
+        return how
+    from .text import RealPart  # text.py builds on this module
+    return RealPart(how)
 
 
 @_noting_raises
@@ -238,7 +243,7 @@ def to_float(tracer) -> float:
     if not live(tracer) or np.dtype(tracer.dtype).kind == "c":
         value = _from_user_line(float, tracer)
         if live(tracer):
-            add_guard(tracer.recorder, tracer.ir_var, "float", value)
+            add_guard(tracer.recorder, tracer.ir_var, _conversion("float", tracer), value)
         return value
     value = float(tracer.value)   # NumPy's TypeError for an array of another size than 1
     return python_float(tracer.recorder, _scalar_var(tracer, np.float64), value)
@@ -312,7 +317,7 @@ def guarded_value(tracer) -> float:
 def to_int(tracer) -> int:
     value = _from_user_line(int, tracer)
     if live(tracer):
-        add_guard(tracer.recorder, tracer.ir_var, "int", value)
+        add_guard(tracer.recorder, tracer.ir_var, _conversion("int", tracer), value)
     return value
 
 

@@ -219,8 +219,8 @@ def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=Tr
         return Tracer.__getattr__(self, "astype")(dtype, order, casting, subok, copy)
     if not np.can_cast(self.dtype, np.dtype(dtype), casting):
         np.empty(0, self.dtype).astype(dtype, casting=casting)   # raises NumPy's error
-    method = getattr(type(getattr(self, "value", None)), "astype", None)
-    if not isinstance(self, Tracer) or method is None:
+    method = getattr(type(self.value), "astype", None)
+    if method is None:   # a Python float argument's proxy: NumPy's error
         return np.astype(self, dtype, copy=copy)
     # recorded as np.astype, computed by the value's own C method (not np.astype's Python
     # frame): NumPy's ComplexWarning then names the user's line, as the method does eagerly

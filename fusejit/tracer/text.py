@@ -47,6 +47,25 @@ class RoundRead:
 
 
 @dataclass(frozen=True)
+class RealPart:
+    """A guard's conversion for ``float()``/``int()`` of a complex NumPy scalar: of its real
+    part, quietly (the replay's value is a 0-d array, which ``float()`` refuses when complex);
+    ``warn`` issues NumPy's ComplexWarning from the user's line once the guard holds, so a
+    call warns once, as eagerly, however many paths' guards it tried."""
+    how: str   # "float" | "int"
+
+    def __call__(self, value):
+        return _CONVERSIONS[self.how](np.asarray(value)[()].real)
+
+    def warn(self, value, loc) -> None:
+        from ..located import at_line
+        at_line(loc)(_CONVERSIONS[self.how], (np.asarray(value)[()],), {})
+
+    def __str__(self) -> str:
+        return f"{self.how}()"
+
+
+@dataclass(frozen=True)
 class TextRead:
     """A guard's conversion: the value's text (``base``: ``("str",)``, ``("repr",)`` or
     ``("format", spec)`` of the value as the type ``kind`` it had while tracing), then

@@ -228,7 +228,8 @@ print(info["traces"], info["hits"], info["eager_calls"])
 def test_kernels_run_serially_when_numba_cannot_start_its_threads(tmp_path):
     try:
         from numba.np.ufunc import tbbpool  # noqa: F401 -- only its absence matters
-        pytest.skip("TBB is installed: Numba's tbb threading layer loads")
+        pytest.skip("TBB is installed, so Numba's tbb threading layer starts: this test needs "
+                    "a machine where the requested layer cannot (the CI venv has no TBB)")
     except ImportError:
         pass
     done = _run_under_layer(NO_THREADS_SCRIPT, "tbb", tmp_path)
