@@ -177,7 +177,8 @@ def _cuda_text(tree, stage) -> str:
         if getattr(kernel, "kind", "") == "host":
             blocks.append(f"# {kernel.name}: runs on the host ({kernel.reason})")
         elif stage == "ptx":
-            blocks.append(f"{kernel.ptx()}\n{ptx_report(kernel)}")
+            blocks += [f"{part.ptx()}\n{ptx_report(part)}"
+                       for part in getattr(kernel, "parts", (kernel,))]
         else:
             blocks.append(kernel.source)
     return "\n\n".join(blocks) + "\n"

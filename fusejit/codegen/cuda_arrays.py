@@ -49,9 +49,21 @@ def contiguous_strides(shape, itemsize) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def recycle() -> None:
+    """Buffers of arrays that died since the last call become reusable (``cuda_pool``)."""
+    if not simulator_active():
+        from .cuda_pool import POOL
+        POOL.recycle()
+
+
 def upload(array: np.ndarray, stream):
-    from numba import cuda
-    return cuda.to_device(np.ascontiguousarray(array), stream=stream)
+    array = np.ascontiguousarray(array)
+    if simulator_active():
+        from numba import cuda
+        return cuda.to_device(array, stream=stream)
+    device = empty(array.shape, array.dtype, stream)
+    device.copy_to_device(array, stream=stream)
+    return device
 
 
 def everything(array) -> tuple:
@@ -71,8 +83,12 @@ def download(array, stream) -> np.ndarray:
 
 
 def empty(shape, dtype, stream):
-    from numba import cuda
-    return cuda.device_array(tuple(shape), np.dtype(dtype), stream=stream)
+    """A fresh C-contiguous device array (from the buffer pool on a GPU)."""
+    if simulator_active():
+        from numba import cuda
+        return cuda.device_array(tuple(shape), np.dtype(dtype), stream=stream)
+    from .cuda_pool import POOL
+    return POOL.empty(shape, dtype, stream)
 
 
 def view(root, shape, strides, offset: int, dtype):
@@ -84,10 +100,35 @@ def view(root, shape, strides, offset: int, dtype):
         raw = root._ary.reshape(-1).view(np.uint8)
         return FakeCUDAArray(np.ndarray(tuple(shape), dtype, buffer=raw, offset=offset,
                                         strides=tuple(strides)))
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
     size = int(np.prod(shape, dtype=np.int64))
     data = root.gpu_data.view(offset) if size else None
-    return DeviceNDArray(tuple(shape), tuple(strides), dtype, stream=root.stream, gpu_data=data)
+    return device_array(tuple(shape), tuple(strides), dtype, root.stream, data)
+
+
+_TEMPLATES: dict = {}
+TEMPLATES_KEPT = 4096
+INIT_FIELDS = ("ndim", "_dummy", "shape", "strides", "dtype", "size", "alloc_size")
+
+
+def device_array(shape: tuple, strides: tuple, dtype, stream, gpu_data):
+    """``DeviceNDArray(shape, strides, dtype, stream=stream, gpu_data=gpu_data)``, its layout
+    fields copied from an earlier array of the same layout: Numba's constructor rebuilds them
+    in Python (about 10 us), and the runtime makes views of the same layouts every call. Only
+    the fields ``__init__`` sets are copied (cached properties hold the data pointer)."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    key = (shape, strides, np.dtype(dtype))
+    fields = _TEMPLATES.get(key)
+    if fields is None or gpu_data is None:
+        array = DeviceNDArray(shape, strides, dtype, stream=stream, gpu_data=gpu_data)
+        if len(_TEMPLATES) >= TEMPLATES_KEPT:
+            _TEMPLATES.clear()
+        if array.size:
+            _TEMPLATES[key] = {name: getattr(array, name) for name in INIT_FIELDS}
+        return array
+    array = DeviceNDArray.__new__(DeviceNDArray)
+    array.__dict__.update(fields)
+    array.gpu_data, array.stream = gpu_data, stream
+    return array
 
 
 def padded(array):
@@ -97,14 +138,27 @@ def padded(array):
     return view_of(array, (1,), (array.dtype.itemsize,))
 
 
+def broadcast(array, shape):
+    """``array`` seen with ``shape`` by NumPy's broadcasting (zero strides), a value's
+    leading length-1 dims beyond ``shape`` dropped as assignment drops them."""
+    shape = tuple(shape)
+    if tuple(array.shape) == shape:
+        return array
+    dims = list(zip(array.shape, array.strides, strict=True))
+    while len(dims) > len(shape) and dims[0][0] == 1:
+        dims.pop(0)
+    lead = len(shape) - len(dims)
+    strides = [0] * lead + [0 if n == 1 else s for (n, s) in dims]
+    return view_of(array, shape, tuple(strides))
+
+
 def view_of(array, shape, strides):
     """Another shape over the same first element (used for 0-d padding)."""
     if simulator_active():
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
         return FakeCUDAArray(np.lib.stride_tricks.as_strided(array._ary, shape, strides))
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-    return DeviceNDArray(shape, strides, array.dtype, stream=array.stream,
-                         gpu_data=array.gpu_data)
+    return device_array(tuple(shape), tuple(strides), array.dtype, array.stream,
+                        array.gpu_data)
 
 
 # -- layouts ------------------------------------------------------------------------------------

@@ -60,13 +60,14 @@ class CudaKernel:
         self.name, self.key, self.source, self.source_ops = name, key, source, source_ops
         self.module, self.sizes, self.config_rule = module, tuple(sizes), config_rule
         self.in_types, self.out_types, self.kind = tuple(in_types), tuple(out_types), kind
+        self._launch = cuda_launch.Launcher(module.kernel)
 
     def __repr__(self):
         return f"CudaKernel({self.name}, kind={self.kind}, key={self.key})"
 
     def launch(self, inputs, outputs, stream=0) -> None:
         blocks, threads = self.config_rule()
-        self.module.kernel[blocks, threads, stream](*self.sizes, *inputs, *outputs)
+        self._launch(blocks, threads, stream, (*self.sizes, *inputs, *outputs))
 
     def argtypes(self) -> tuple:
         """Numba argument types for ahead-of-time PTX: inputs of any layout, C outputs."""

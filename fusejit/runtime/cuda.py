@@ -3,13 +3,15 @@
 ``lower_cuda(graph, guards)`` turns each node into a step over device arrays: a generated
 kernel (``fused`` nodes; ``matmul`` as a tiled kernel, with a following elementwise kernel fused
 into its store), a device view (views: a new shape/strides over the same memory, computed once
-here), or a host round-trip (injective and opaque ops, and whatever the CUDA code generator
+here), launches into a buffer (pad, concatenate, setitem, gather: ``codegen/cuda_index.py``),
+or a host round-trip (other injective and opaque ops, and whatever the CUDA code generator
 declines: copy to the host, NumPy's reference, copy back; the kernel list says so).
 
 ``CudaProgram.run(inputs)`` copies NumPy inputs to the device once per call, launches every
 kernel on one stream, and returns device arrays when any input was one, else NumPy copies.
 Intermediates live in one device arena planned here (aligned first fit over step lifetimes)
-and reused across calls; results the caller can see get fresh buffers.
+and reused across calls; results the caller can see get fresh buffers from a pool
+(``codegen/cuda_pool.py``: the memory of results that died is taken again).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..codegen import cuda_arrays as arrays
+from ..codegen.cuda_index import build_cuda_injective
 from ..codegen.cuda_matmul import build_cuda_matmul, epilogue_fits, matmul_supported
 from ..codegen.numba_cuda import build_cuda_kernel
 from ..ir import Graph, Lit, Node, TensorType, Var
@@ -85,11 +88,15 @@ class CudaProgram:
         self._view_node = {var: step.node for step in steps   # host steps too (x[::-1])
                            if step.kind == "view" or is_view(step.node) for var in step.writes}
         self._shared = _host_shared(graph, self._view_node)
+        self._checked = [k for k in kernels if hasattr(k, "check")]   # device index bounds
 
     # -- the call -------------------------------------------------------------------------
     def run(self, inputs) -> list:
         with self._lock:
             stream = self._ensure_device()
+            arrays.recycle()
+            for kernel in self._checked:
+                kernel.reset()
             on_device = any(arrays.is_device_array(x) for x in inputs)
             env = {var: self._to_device(x, var, stream)
                    for var, x in zip(self.graph.inputs, inputs, strict=True)}
@@ -99,7 +106,10 @@ class CudaProgram:
                 self._check(index, env, stream)
                 for var in self._last_read.get(index, ()):
                     env.pop(var, None)
-            return self._results(env, inputs, on_device, stream)
+            results = self._results(env, inputs, on_device, stream)   # synchronized
+            for kernel in self._checked:
+                kernel.check()     # an index out of range: the call traces again, NumPy raises
+            return results
 
     def _ensure_device(self):
         from numba import cuda
@@ -303,7 +313,7 @@ class _Lowering:
             elif is_view(node):
                 self._view(node)
             else:
-                self._host(node, "no CUDA kernel for this op")
+                self._injective(node)
         raw = [(None, step.reads, step.writes, step.node) for step in self.steps]
         checks = _place_checks(guards, tuple(self.graph.outputs), raw)
         offsets, size = self._arena()
@@ -323,6 +333,15 @@ class _Lowering:
             self._host(node, str(exc))
             return
         self._kernel_step(kernel, node.inputs, node.outputs, node)
+
+    def _injective(self, node: Node) -> None:
+        """pad, concatenate, setitem, gather as launches (``codegen/cuda_index.py``)."""
+        try:
+            steps = build_cuda_injective(node)
+        except NotImplementedError as exc:
+            self._host(node, str(exc))
+            return
+        self._kernel_step(steps, node.inputs, node.outputs, node)
 
     def _matmul(self, node: Node, epilogue: Node | None) -> None:
         kernel = build_cuda_matmul(node, epilogue)

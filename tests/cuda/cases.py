@@ -117,6 +117,32 @@ def _injective(x, y):
     return np.concatenate([x, y], axis=0) * 2, np.pad(x, 1)
 
 
+def _concatenate_mixed(x, y):
+    # a cast into the output's dtype, a literal operand and the last axis
+    return np.concatenate([x, y.astype(np.float64), np.ones((3, 1))], axis=-1)
+
+
+def _set_region(x, v):
+    y = x * 1
+    y[1:3, ::2] = v          # a value broadcast into a strided region
+    y[0] = 7
+    return y
+
+
+def _set_at(cache, t, v):
+    cache[:, t] = v * 2      # a 0-d integer array index (decode_step's key/value cache)
+    return cache.sum()
+
+
+def _set_at_several(x, ids, v):
+    x[ids] = v               # several indices may repeat: on the host, in NumPy's order
+    return x
+
+
+def _gather(w, ids, cols):
+    return w[ids] + 1, w[:, cols] * 2, w[[2, 0, -1]]
+
+
 def _branchy(x):
     if x.sum() > 0:
         return x * 2
@@ -144,8 +170,19 @@ def structure_cases():
     yield "matmul-broadcast-batch", _broadcast_batch, (rand(3, 4, 5), rand(5, 2))
     yield "matmul-int", _broadcast_batch, (sample(np.int32, (3, 4)), sample(np.int32, (4, 5)))
     yield "matmul-vector-host", _vector, (rand(5), rand(5, 3))
+    # few rows: the split-K kernel (cuda_skinny.py), epilogue fused, batch broadcast
+    yield "matmul-skinny", _matmul_relu, (rand(1, 70), rand(70, 45), rand(45))
+    yield "matmul-skinny-batched", _batched, (rand(3, 4, 37), rand(37, 9))
+    yield "matmul-skinny-f64", _matmul_relu, tuple(x.astype(np.float64) for x in
+                                                   (rand(3, 19), rand(19, 40), rand(40)))
     yield "views", _views, (rand(4, 6),)
-    yield "injective-host", _injective, (rand(3, 4), rand(2, 4))
+    yield "injective", _injective, (rand(3, 4), rand(2, 4))
+    yield "concatenate-mixed", _concatenate_mixed, (rand(3, 4), rand(3, 2))
+    yield "setitem-region", _set_region, (rand(4, 6), rand(3))
+    yield "setitem-index", _set_at, (rand(2, 5, 3), np.array(3), rand(2, 3))
+    yield "setitem-several-host", _set_at_several, (rand(5, 3), np.array([1, 3, 1]), rand(3))
+    yield "gather", _gather, (rand(5, 4), np.array([[4, -1], [0, 2]]),
+                              np.array([3, 0, -4], np.int32))
     yield "guard-positive", _branchy, (np.abs(rand(3, 4)),)
     yield "guard-negative", _branchy, (-np.abs(rand(3, 4)),)
     yield "compare-int64-uint64", _compare_mixed_sign, (

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fusejit.codegen.cuda_skinny import MAX_REGISTERS
 from fusejit.codegen.numba_cuda import ptx_report
 from fusejit.passes import run_pipeline
 from fusejit.runtime.cuda import lower_cuda
@@ -17,6 +18,7 @@ from fusejit.tracer import trace
 from tests.cuda.cases import all_cases
 
 SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+REGISTERS = re.compile(r"Used (\d+) registers")
 
 
 def unique_kernels():
@@ -27,9 +29,12 @@ def unique_kernels():
             recorded = trace(fn, args, kwargs, name=re.sub(r"\W", "_", case_id))
         program = lower_cuda(run_pipeline(recorded.graph).graph)
         for kernel in program.kernels:
-            if getattr(kernel, "kind", "") != "host" and kernel.key not in seen:
-                seen.add(kernel.key)
-                yield case_id, kernel
+            if getattr(kernel, "kind", "") == "host":
+                continue
+            for part in getattr(kernel, "parts", (kernel,)):   # an injective op's launches
+                if part.key not in seen:
+                    seen.add(part.key)
+                    yield case_id, part
 
 
 def check(kernel, case_id: str, out_dir: Path) -> str | None:
@@ -44,6 +49,9 @@ def check(kernel, case_id: str, out_dir: Path) -> str | None:
         return f"{case_id}: {kernel.name}: no resource report in ptxas output"
     if any(spills):
         return f"{case_id}: {kernel.name}: spills ({report.strip().splitlines()[-3:]})"
+    registers = [int(r) for r in REGISTERS.findall(report)]
+    if "split-K" in kernel.source.splitlines()[0] and max(registers) > MAX_REGISTERS:
+        return f"{case_id}: {kernel.name}: {max(registers)} registers, too many for its block"
     return None
 
 
