@@ -77,6 +77,8 @@ def environment() -> dict:
         info["numba_cuda"] = version("numba-cuda")
     except Exception:  # noqa: BLE001 -- only a label
         info["numba_cuda"] = None
+    import fusejit
+    info["auto_target"] = fusejit.compile(lambda x: x + 1).target   # "cuda" on a GPU
     print(info, flush=True)
     return info
 
@@ -156,6 +158,8 @@ def bench_model(name: str, seconds: float, size: str = "bench") -> dict:
     row["fusejit_GBps"] = moved / row["fusejit_cuda_s"] / 1e9
     row["kernels"] = len(program.kernels)
     row["host_steps"] = sum(getattr(k, "kind", "") == "host" for k in program.kernels)
+    launchers = [k._launch for k in program.kernels if hasattr(k, "_launch")]
+    row["direct_launches"] = f"{sum(x.direct is not None for x in launchers)}/{len(launchers)}"
     row["cupy_s"] = bench_cupy(fn, args, kwargs, seconds)
     return row
 
