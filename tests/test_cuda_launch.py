@@ -10,10 +10,13 @@ class FakeDispatcher:
         self.seen, self.fail = [], fail
 
     def __getitem__(self, launch_config):
+        # Numba warns when it makes the launch configuration, here
+        flag = config.CUDA_LOW_OCCUPANCY_WARNINGS
+        if self.fail:
+            raise RuntimeError("bad launch configuration")
+
         def call(*args):
-            self.seen.append((launch_config, args, config.CUDA_LOW_OCCUPANCY_WARNINGS))
-            if self.fail:
-                raise RuntimeError("launch failed")
+            self.seen.append((launch_config, args, flag))
         return call
 
 

@@ -15,6 +15,7 @@ leaves the site on the dispatcher.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 
 log = logging.getLogger("fusejit.cuda")
@@ -93,9 +94,8 @@ class Direct:
         found = self._configs.get((blocks, threads, stream))
         if found is None:
             found = self._configs[(blocks, threads, stream)] = _config(blocks, threads, stream)
-        from cuda.core import launch
         try:
-            launch(found[0], found[1], self.function, *arguments)
+            _core_launch()(found[0], found[1], self.function, *arguments)
         except Exception as exc:  # noqa: BLE001 -- the dispatcher launches it instead
             log.debug("a direct launch failed (%s); through Numba's dispatcher", exc)
             return False
@@ -125,6 +125,12 @@ def _same(mine: list, theirs: list, ignored: set[int]) -> bool:
         if getattr(a, "value", a) != getattr(b, "value", b):
             return False
     return True
+
+
+@functools.cache
+def _core_launch():
+    from cuda.core import launch
+    return launch
 
 
 def _config(blocks, threads, stream):

@@ -67,8 +67,8 @@ class DeviceSteps:
     def reset(self) -> None:
         """Before a call: clear a flag a call that raised before its check left set."""
         for launch in self.launches:
-            if isinstance(launch, IndexLaunch) and launch._flag is not None:
-                launch._flag[0] = 0
+            if isinstance(launch, IndexLaunch):
+                launch.reset()
 
 
 # -- assignments into a region of the output --------------------------------------------------
@@ -252,10 +252,10 @@ class IndexLaunch:
 
     def __call__(self, inputs, out, stream) -> None:
         total = self.outer * self.n * self.inner
-        if not total:
-            return
-        if not self.rows:
-            self._flagged()[0] = 1          # NumPy: index out of bounds for size 0
+        if not total or not self.rows:
+            # nothing to move, but NumPy still checks the indices (x[:, [5]] of a (0, 3) x)
+            if self.n and self._host_out_of_range(inputs, stream):
+                self._flagged()[0] = 1
             return
         index = self._contiguous(self._index(inputs, stream), self.index_type, stream)
         index = arrays.view_of(index, (self.n,), (index.dtype.itemsize,))
@@ -270,6 +270,18 @@ class IndexLaunch:
             self.values(inputs, values, stream)
             args = (_as3(values, (self.outer, self.n, self.inner)), index, _as3(out, shape))
         self.kernel.launch(blocks, threads, stream, (*args, self._flagged()))
+
+    def _host_out_of_range(self, inputs, stream) -> bool:
+        index = self._index(inputs, stream)
+        if self.rows:
+            index = arrays.download(index, stream)
+            stream.synchronize()
+            return bool(((index < -self.rows) | (index >= self.rows)).any())
+        return True
+
+    def reset(self) -> None:
+        if self._flag is not None:
+            self._flag[0] = 0
 
     def check(self) -> None:
         if self._flag is not None and self._flag[0]:

@@ -8,6 +8,7 @@ thread is a Python thread, so launches there are kept tiny.
 from __future__ import annotations
 
 import functools
+import threading
 
 from .cuda_reduce import MAX_THREADS
 
@@ -15,6 +16,7 @@ THREADS = MAX_THREADS   # a row kernel's tree has one shared slot per thread of 
 BLOCKS_PER_SM = 4
 SIM_THREADS, SIM_BLOCKS = 32, 2
 MATMUL_TILE = 16
+_QUIET = threading.Lock()
 
 
 def launch(dispatcher, blocks, threads, stream, args, callback=None) -> None:
@@ -24,15 +26,16 @@ def launch(dispatcher, blocks, threads, stream, args, callback=None) -> None:
     is Numba's own config flag, off only for the launch. ``callback(kernel, config)`` runs
     before the launch, with the compiled kernel Numba chose."""
     from numba.core import config
-    saved = config.CUDA_LOW_OCCUPANCY_WARNINGS
-    config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
-    try:
-        configured = dispatcher[blocks, threads, stream]
-        if callback is not None:
-            configured.pre_launch_callbacks.append(callback)
-        configured(*args)
-    finally:
-        config.CUDA_LOW_OCCUPANCY_WARNINGS = saved
+    with _QUIET:   # two threads' save/restore would leave the flag off for the process
+        saved = config.CUDA_LOW_OCCUPANCY_WARNINGS
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+        try:
+            configured = dispatcher[blocks, threads, stream]
+        finally:
+            config.CUDA_LOW_OCCUPANCY_WARNINGS = saved
+    if callback is not None:
+        configured.pre_launch_callbacks.append(callback)
+    configured(*args)
 
 
 class Launcher:

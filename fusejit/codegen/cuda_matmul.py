@@ -54,7 +54,7 @@ def build_cuda_matmul(node: Node, epilogue: Node | None = None) -> CudaKernel:
     count = int(np.prod(batch, dtype=np.int64))
     reg = register_block(count * -(-m // wide) * -(-n // wide))
     fused = epilogue and (node, epilogue)
-    if m <= skinny.SKINNY_ROWS:
+    if 0 < m <= skinny.SKINNY_ROWS:
         source = skinny.skinny_file(a.shape, b.shape, out.shape, out.dtype, fused,
                                     (_batch_index, _epilogue, _store_lines))
         tiles = count * -(-n // skinny.WIDTH)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import weakref
 
 import numpy as np
 
@@ -30,9 +31,12 @@ class BufferPool:
     def __init__(self, limit: int = LIMIT):
         self.limit = limit
         self._free: dict[int, list] = {}     # rounded size -> raw allocations
-        self._pending: list[tuple[int, object]] = []
+        self._pending: list[tuple] = []      # (size, raw, generation) released, not synchronized
         self._free_bytes = self._pending_bytes = 0
-        self._lock = threading.Lock()
+        # A finalizer may run inside the lock on the same thread (a collection triggered by an
+        # allocation made while holding it): reentrant.
+        self._lock = threading.RLock()
+        self._generation, self._context = 0, None   # buffers belong to one CUDA context
         self.allocations = 0                # driver allocations made (tests read it)
 
     def empty(self, shape, dtype, stream):
@@ -41,19 +45,23 @@ class BufferPool:
         shape = tuple(int(n) for n in shape)
         nbytes = math.prod(shape) * dtype.itemsize
         size = max(GRAIN, -(-nbytes // GRAIN) * GRAIN)
-        raw = self._take(size)
+        raw, generation = self._take(size), self._generation
         return self._array(shape, dtype, stream, size, raw,
-                           functools.partial(self._release, size, raw))
+                           functools.partial(self._release, size, raw, generation))
 
     def recycle(self) -> None:
-        """Make buffers freed since the last call reusable (after a device synchronize)."""
-        if not self._pending:
+        """Make buffers freed since the last call reusable, after a device synchronize (a
+        buffer freed while the synchronize ran waits for the next call). A new CUDA context
+        (another device selected, ``cuda.close()``) empties the pool."""
+        self._follow_context()
+        with self._lock:
+            pending, self._pending, self._pending_bytes = self._pending, [], 0
+        if not pending:
             return
         self._synchronize()
         with self._lock:
-            pending, self._pending, self._pending_bytes = self._pending, [], 0
-            for size, raw in pending:
-                if self._free_bytes + size <= self.limit:
+            for size, raw, generation in pending:
+                if generation == self._generation and self._free_bytes + size <= self.limit:
                     self._free.setdefault(size, []).append(raw)
                     self._free_bytes += size
 
@@ -64,6 +72,16 @@ class BufferPool:
     @property
     def free_bytes(self) -> int:
         return self._free_bytes
+
+    def _follow_context(self) -> None:
+        """The first context seen owns the buffers made so far; a later one starts anew."""
+        context = self._current_context()
+        if self._context is not None and self._context() is not context:
+            with self._lock:
+                self._generation += 1
+                self._free, self._free_bytes = {}, 0
+        if self._context is None or self._context() is not context:
+            self._context = weakref.ref(context)
 
     def _take(self, size: int):
         with self._lock:
@@ -92,6 +110,11 @@ class BufferPool:
             raise MemoryError(str(exc)) from exc
 
     @staticmethod
+    def _current_context():
+        from numba import cuda
+        return cuda.current_context()
+
+    @staticmethod
     def _synchronize() -> None:
         from numba import cuda
         cuda.synchronize()
@@ -105,12 +128,12 @@ class BufferPool:
         return device_array(shape, contiguous_strides(shape, dtype.itemsize), dtype, stream,
                             memory)
 
-    def _release(self, size: int, raw) -> None:
+    def _release(self, size: int, raw, generation: int) -> None:
         """``raw`` waits for ``recycle``, or goes back to the driver (Numba frees it when it
         is dropped here) when the pool holds ``limit`` bytes already."""
         with self._lock:
             if self._free_bytes + self._pending_bytes + size <= self.limit:
-                self._pending.append((size, raw))
+                self._pending.append((size, raw, generation))
                 self._pending_bytes += size
 
 

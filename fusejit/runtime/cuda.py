@@ -15,6 +15,7 @@ and reused across calls; results the caller can see get fresh buffers from a poo
 """
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -89,14 +90,14 @@ class CudaProgram:
                            if step.kind == "view" or is_view(step.node) for var in step.writes}
         self._shared = _host_shared(graph, self._view_node)
         self._checked = [k for k in kernels if hasattr(k, "check")]   # device index bounds
+        self._settled = True   # the last call ran to its end
 
     # -- the call -------------------------------------------------------------------------
     def run(self, inputs) -> list:
         with self._lock:
             stream = self._ensure_device()
             arrays.recycle()
-            for kernel in self._checked:
-                kernel.reset()
+            self._reset_checks(stream)
             on_device = any(arrays.is_device_array(x) for x in inputs)
             env = {var: self._to_device(x, var, stream)
                    for var, x in zip(self.graph.inputs, inputs, strict=True)}
@@ -107,9 +108,21 @@ class CudaProgram:
                 for var in self._last_read.get(index, ()):
                     env.pop(var, None)
             results = self._results(env, inputs, on_device, stream)   # synchronized
+            self._settled = True
             for kernel in self._checked:
                 kernel.check()     # an index out of range: the call traces again, NumPy raises
             return results
+
+    def _reset_checks(self, stream) -> None:
+        """Clear the index flags; after a call that raised midway, once its queued kernels
+        are done (one of them could set a flag after the reset)."""
+        if not self._checked:
+            return
+        if not self._settled:
+            stream.synchronize()
+        self._settled = False
+        for kernel in self._checked:
+            kernel.reset()
 
     def _ensure_device(self):
         from numba import cuda
@@ -126,7 +139,7 @@ class CudaProgram:
         return value if arrays.is_c_contiguous(value) else self._copy(value, var, stream)
 
     def _copy(self, value, var: Var, stream):
-        kernel = build_cuda_kernel(copy_node(var))
+        kernel = copy_kernel(var.type)
         out = arrays.empty(var.type.shape, var.type.dtype, stream)
         kernel.launch([arrays.padded(value)], [arrays.padded(out)], stream)
         return out
@@ -252,9 +265,14 @@ def write_into(target, value) -> None:
         return
     if not arrays.is_device_array(value):
         value = arrays.upload(np.asarray(value, target.dtype), 0)
-    var = Var(TensorType(tuple(target.shape), np.dtype(target.dtype)))
-    kernel = build_cuda_kernel(copy_node(var))
+    kernel = copy_kernel(TensorType(tuple(target.shape), np.dtype(target.dtype)))
     kernel.launch([arrays.padded(arrays.as_numba(value))], [arrays.padded(target)], 0)
+
+
+@functools.lru_cache(maxsize=256)
+def copy_kernel(var_type: TensorType):
+    """The copy kernel for one type (built once: each build is a first launch again)."""
+    return build_cuda_kernel(copy_node(Var(var_type)))
 
 
 def copy_node(var: Var) -> Node:

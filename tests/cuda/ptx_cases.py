@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 
-from fusejit.codegen.cuda_skinny import MAX_REGISTERS
 from fusejit.codegen.numba_cuda import ptx_report
 from fusejit.passes import run_pipeline
 from fusejit.runtime.cuda import lower_cuda
@@ -18,7 +17,6 @@ from fusejit.tracer import trace
 from tests.cuda.cases import all_cases
 
 SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-REGISTERS = re.compile(r"Used (\d+) registers")
 
 
 def unique_kernels():
@@ -49,9 +47,6 @@ def check(kernel, case_id: str, out_dir: Path) -> str | None:
         return f"{case_id}: {kernel.name}: no resource report in ptxas output"
     if any(spills):
         return f"{case_id}: {kernel.name}: spills ({report.strip().splitlines()[-3:]})"
-    registers = [int(r) for r in REGISTERS.findall(report)]
-    if "split-K" in kernel.source.splitlines()[0] and max(registers) > MAX_REGISTERS:
-        return f"{case_id}: {kernel.name}: {max(registers)} registers, too many for its block"
     return None
 
 

@@ -149,6 +149,42 @@ def test_an_index_out_of_range_on_the_device_raises_numpys_error():
     assert compiled.cache_info()["hits"] == hits + 1   # the flag was cleared
 
 
+def _columns(x, ids):
+    return x[:, ids] * 2
+
+
+def _set_columns(x, ids):
+    y = x * 1
+    y[:, ids] = 1
+    return y
+
+
+@pytest.mark.parametrize("fn", [_columns, _set_columns], ids=["gather", "setitem"])
+def test_an_index_out_of_range_of_an_empty_array_raises_as_numpys(fn):
+    # nothing to move, but NumPy checks the indices: the kernel was skipped and the call
+    # returned an empty result
+    compiled = fusejit.compile(fn, target="cuda")
+    x = np.zeros((0, 3), np.float32)
+    for ids in ([1], [-3], [2]):
+        assert_same(fn(x, np.array(ids)), compiled(x, np.array(ids)), TOLERANCE)
+    with pytest.raises(IndexError, match="out of bounds"):
+        compiled(x, np.array([5]))
+    assert compiled.cache_info()["eager_signatures"] == 0
+
+
+def _matmul_plus_one(a, b):
+    return a @ b + 1
+
+
+def test_a_matmul_with_no_rows_compiles():
+    # the split-K kernel's store had an empty body: the signature ran eagerly
+    compiled = fusejit.compile(_matmul_plus_one, target="cuda")
+    a, b = np.ones((0, 5), np.float32), np.ones((5, 3), np.float32)
+    for _ in range(2):
+        assert_same(_matmul_plus_one(a, b), compiled(a, b), TOLERANCE)
+    assert compiled.cache_info()["eager_signatures"] == 0
+
+
 def _embed_then_branch(w, ids):
     y = w[ids]
     return y * 2 if (ids * 1).sum() > 0 else y - 1
