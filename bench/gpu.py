@@ -132,7 +132,6 @@ def bench_model(name: str, seconds: float, size: str = "bench") -> dict:
     from numba import cuda
 
     import fusejit
-    from fusejit.runtime.key import make_key
     fn, args, kwargs = model(name, size)
     row = {"model": name}
     eager_args = copy.deepcopy(args)       # in-place models update these run after run
@@ -144,12 +143,7 @@ def bench_model(name: str, seconds: float, size: str = "bench") -> dict:
     row["first_calls_s"] = time.perf_counter() - started
     row["matches_numpy"] = check_against_numpy(fn, compiled, args, kwargs)
     row["host_call_s"] = timed(lambda: compiled(*args, **kwargs), seconds)
-    entry = compiled.entry_for(*args, **kwargs).paths[0]
-    _, leaves = make_key(args, kwargs, None)
-    host = [np.asarray(leaves[i]) for i in entry.trace.arg_leaves]
-    host += [c.resolve(leaves) for c in entry.trace.captures]
-    device = [cuda.to_device(np.ascontiguousarray(x)) for x in host]
-    program = entry.program
+    program, host, device = device_program(compiled, args, kwargs)
     outputs = program.run(device)
     row["fusejit_cuda_s"] = timed(lambda: program.run(device), seconds, cuda.synchronize)
     moved = sum(x.nbytes for x in host) + sum(int(np.prod(o.shape)) * o.dtype.itemsize
@@ -162,6 +156,18 @@ def bench_model(name: str, seconds: float, size: str = "bench") -> dict:
     row["direct_launches"] = f"{sum(x.direct is not None for x in launchers)}/{len(launchers)}"
     row["cupy_s"] = bench_cupy(fn, args, kwargs, seconds)
     return row
+
+
+def device_program(compiled, args, kwargs):
+    """(CudaProgram of the traced call, its host inputs, device copies of them)."""
+    from numba import cuda
+
+    from fusejit.runtime.key import make_key
+    entry = compiled.entry_for(*args, **kwargs).paths[0]
+    _, leaves = make_key(args, kwargs, None)
+    host = [np.asarray(leaves[i]) for i in entry.trace.arg_leaves]
+    host += [c.resolve(leaves) for c in entry.trace.captures]
+    return entry.program, host, [cuda.to_device(np.ascontiguousarray(x)) for x in host]
 
 
 def check_against_numpy(fn, compiled, args, kwargs) -> str:

@@ -21,18 +21,12 @@ def profile(name: str, size: str, calls: int) -> str:
     from numba import cuda
 
     import fusejit
-    from bench.gpu import model, timed
-    from fusejit.runtime.key import make_key
+    from bench.gpu import device_program, model, timed
     fn, args, kwargs = model(name, size)
     compiled = fusejit.compile(fn, target="cuda")
     compiled(*copy.deepcopy(args), **kwargs)
     compiled(*copy.deepcopy(args), **kwargs)
-    entry = compiled.entry_for(*args, **kwargs).paths[0]
-    _, leaves = make_key(args, kwargs, None)
-    host = [np.asarray(leaves[i]) for i in entry.trace.arg_leaves]
-    host += [c.resolve(leaves) for c in entry.trace.captures]
-    device = [cuda.to_device(np.ascontiguousarray(x)) for x in host]
-    program = entry.program
+    program, _, device = device_program(compiled, args, kwargs)
     whole = timed(lambda: program.run(device), 0.5, cuda.synchronize)
     spent: dict[int, list[float]] = {}
     original = program._run_step

@@ -9,19 +9,25 @@ IndexError from the user's line). Imported only when a program uses them.
 from numba import cuda, int64
 
 
+@cuda.jit(device=True, inline="always")
+def row_of(idx, i, rows):
+    """``idx[i]`` wrapped like NumPy's negative indices; -1 when out of range."""
+    k = int64(idx[i])
+    if k < 0:
+        k += rows
+    return k if k >= 0 and k < rows else -1
+
+
 @cuda.jit(cache=True)
 def gather_rows(src, idx, out, bad):
     """``out[o, i, j] = src[o, idx[i], j]``."""
     outer, n, inner = out.shape
-    rows = src.shape[1]
     for t in range(cuda.grid(1), outer * n * inner, cuda.gridsize(1)):
         j = t % inner
         i = (t // inner) % n
         o = t // (inner * n)
-        k = int64(idx[i])
-        if k < 0:
-            k += rows
-        if k >= 0 and k < rows:
+        k = row_of(idx, i, src.shape[1])
+        if k >= 0:
             out[o, i, j] = src[o, k, j]
         else:
             bad[0] = 1
@@ -32,15 +38,12 @@ def scatter_rows(values, idx, out, bad):
     """``out[o, idx[i], j] = values[o, i, j]`` (the runtime passes one index: no duplicates,
     whose order NumPy defines and threads would not)."""
     outer, n, inner = values.shape
-    rows = out.shape[1]
     for t in range(cuda.grid(1), outer * n * inner, cuda.gridsize(1)):
         j = t % inner
         i = (t // inner) % n
         o = t // (inner * n)
-        k = int64(idx[i])
-        if k < 0:
-            k += rows
-        if k >= 0 and k < rows:
+        k = row_of(idx, i, out.shape[1])
+        if k >= 0:
             out[o, k, j] = values[o, i, j]
         else:
             bad[0] = 1

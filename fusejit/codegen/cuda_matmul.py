@@ -16,6 +16,7 @@ output is never written to memory.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,8 +56,8 @@ def build_cuda_matmul(node: Node, epilogue: Node | None = None) -> CudaKernel:
     reg = register_block(count * -(-m // wide) * -(-n // wide))
     fused = epilogue and (node, epilogue)
     if 0 < m <= skinny.SKINNY_ROWS:
-        source = skinny.skinny_file(a.shape, b.shape, out.shape, out.dtype, fused,
-                                    (_batch_index, _epilogue, _store_lines))
+        source = skinny.skinny_file(kernel_frame(a.shape, b.shape, out.shape, fused),
+                                    out.shape, out.dtype, _store_lines)
         tiles = count * -(-n // skinny.WIDTH)
         rule, shape = functools.partial(skinny.skinny_config, tiles), f"split-K {skinny.WIDTH}"
     else:
@@ -91,13 +92,9 @@ def matmul_file(a_shape, b_shape, out_shape, dtype, fused, reg: int = 4) -> str:
     ``reg x reg`` elements per thread, held in registers (``acc_r_c``: the loops are unrolled
     here); per ``TILE`` step of the inner dimension the block stages ``reg*TILE x TILE`` of
     ``a`` and ``TILE x reg*TILE`` of ``b`` in shared memory."""
-    rank = len(out_shape)
-    batch = list(range(rank - 2))
-    sizes = [f"n{d}" for d in batch] + ["m", "n", "k"]
-    stmts, extra, outputs = _epilogue(fused)
-    params = sizes + ["a", "b"] + [f"in{j}" for j in extra] + \
-        [f"out{k}" for k in range(max(len(outputs), 1))]
-    ab = (_batch_index(a_shape, out_shape), _batch_index(b_shape, out_shape))
+    frame = kernel_frame(a_shape, b_shape, out_shape, fused)
+    rank, batch, sizes, ab = len(out_shape), frame.batch, frame.sizes, frame.ab
+    stmts, outputs, params = frame.stmts, frame.outputs, frame.params
     tile_loop = unravel_lines("rest0", batch) if batch else []
     ctor_, tile = ctor(dtype), cuda_launch.MATMUL_TILE
     lines = [f"# fusejit CUDA matmul (generated): rank={rank} reg={reg}",
@@ -136,6 +133,29 @@ def matmul_file(a_shape, b_shape, out_shape, dtype, fused, reg: int = 4) -> str:
         per_tile += indent(_store_lines(stmts, outputs, out_shape))
     body += indent(per_tile)
     return "\n".join(lines + indent(body)) + "\n"
+
+
+@dataclass
+class Frame:
+    """What both matmul kernels share: sizes, parameters, the operands' batch indices and
+    the fused epilogue's statements."""
+
+    batch: list
+    sizes: list
+    params: list
+    ab: tuple
+    stmts: object
+    outputs: list
+
+
+def kernel_frame(a_shape, b_shape, out_shape, fused) -> Frame:
+    batch = list(range(len(out_shape) - 2))
+    sizes = [f"n{d}" for d in batch] + ["m", "n", "k"]
+    stmts, extra, outputs = _epilogue(fused)
+    params = sizes + ["a", "b"] + [f"in{j}" for j in extra] + \
+        [f"out{k}" for k in range(max(len(outputs), 1))]
+    ab = (_batch_index(a_shape, out_shape), _batch_index(b_shape, out_shape))
+    return Frame(batch, sizes, params, ab, stmts, outputs)
 
 
 def _batch_index(shape, out_shape) -> str:

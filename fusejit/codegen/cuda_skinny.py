@@ -23,16 +23,11 @@ WIDTH = 32           # output columns per block (one warp across)
 SLICES = 8
 
 
-def skinny_file(a_shape, b_shape, out_shape, dtype, fused, helpers) -> str:
-    """The module source; ``helpers`` are cuda_matmul's (batch index, epilogue, store)."""
-    batch_index, epilogue, store_lines = helpers
+def skinny_file(frame, out_shape, dtype, store_lines) -> str:
+    """The module source from ``cuda_matmul``'s ``Frame`` and its ``_store_lines``."""
     rank, m = len(out_shape), out_shape[-2]
-    batch = list(range(rank - 2))
-    sizes = [f"n{d}" for d in batch] + ["m", "n", "k"]
-    stmts, extra, outputs = epilogue(fused)
-    params = sizes + ["a", "b"] + [f"in{j}" for j in extra] + \
-        [f"out{k}" for k in range(max(len(outputs), 1))]
-    ab = (batch_index(a_shape, out_shape), batch_index(b_shape, out_shape))
+    batch, sizes, params, ab = frame.batch, frame.sizes, frame.params, frame.ab
+    stmts, outputs = frame.stmts, frame.outputs
     c = ctor(dtype)
     rows = range(m)
     lines = [f"# fusejit CUDA skinny matmul (generated): rank={rank} rows={m}",

@@ -325,13 +325,13 @@ class _Lowering:
             if node in self.epilogue_of:
                 self._matmul(self.epilogue_of[node], node)
             elif node.op == "fused":
-                self._fused(node)
+                self._built(node, build_cuda_kernel)
             elif node.op == "matmul" and matmul_supported(node):
                 self._matmul(node, None)
             elif is_view(node):
                 self._view(node)
             else:
-                self._injective(node)
+                self._built(node, build_cuda_injective)
         raw = [(None, step.reads, step.writes, step.node) for step in self.steps]
         checks = _place_checks(guards, tuple(self.graph.outputs), raw)
         offsets, size = self._arena()
@@ -344,22 +344,16 @@ class _Lowering:
         for var in writes:
             self.roots[var] = (var, arrays.root_layout(var.type))
 
-    def _fused(self, node: Node) -> None:
+    def _built(self, node: Node, build) -> None:
+        """``build(node)``'s kernel as a step, or a host step where it declines: fused nodes
+        (``build_cuda_kernel``), pad/concatenate/setitem/gather as launches
+        (``build_cuda_injective``)."""
         try:
-            kernel = build_cuda_kernel(node)
+            kernel = build(node)
         except NotImplementedError as exc:
             self._host(node, str(exc))
             return
         self._kernel_step(kernel, node.inputs, node.outputs, node)
-
-    def _injective(self, node: Node) -> None:
-        """pad, concatenate, setitem, gather as launches (``codegen/cuda_index.py``)."""
-        try:
-            steps = build_cuda_injective(node)
-        except NotImplementedError as exc:
-            self._host(node, str(exc))
-            return
-        self._kernel_step(steps, node.inputs, node.outputs, node)
 
     def _matmul(self, node: Node, epilogue: Node | None) -> None:
         kernel = build_cuda_matmul(node, epilogue)
