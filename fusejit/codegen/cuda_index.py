@@ -17,6 +17,7 @@ Keys and ops outside these raise ``NotImplementedError``: the node runs on the h
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -99,36 +100,50 @@ class Assign:
         shape = self.region[0]
         if not _size(shape):
             return
-        value = self._value(inputs, stream)
+        value = _operand(self, inputs, stream)
         target = arrays.view(out, *self.region, self.out_dtype)
         self.kernel.launch([arrays.padded(arrays.broadcast(value, shape))],
                            [arrays.padded(target)], stream)
 
-    def _value(self, inputs, stream):
-        if not isinstance(self.source, np.ndarray):
-            return inputs[self.source]
-        if self._literal is None:
-            self._literal = arrays.upload(self.source, stream)
-        return self._literal
+
+def _operand(launch, inputs, stream):
+    """``launch.source``: an input's position, or a constant array sent to the device once
+    (kept in ``launch._literal``)."""
+    if not isinstance(launch.source, np.ndarray):
+        return inputs[launch.source]
+    if launch._literal is None:
+        launch._literal = arrays.upload(launch.source, stream)
+    return launch._literal
 
 
-def assign_node(shape, source_dtype, dtype) -> Node:
-    """A fused elementwise node storing a value of ``shape`` cast to ``dtype``."""
+def assign_node(shape, source_dtype, dtype, source: Var | None = None) -> Node:
+    """A fused elementwise node storing a value of ``shape`` cast to ``dtype`` (a copy where
+    the dtypes agree), reading ``source`` (a fresh Var when None)."""
     inner = Var(TensorType(tuple(shape), np.dtype(source_dtype)))
     out = Var(TensorType(tuple(shape), np.dtype(dtype)))
-    step = (Node("copy", [inner], [out]) if np.dtype(source_dtype) == np.dtype(dtype)
+    same = np.dtype(source_dtype) == np.dtype(dtype)
+    step = (Node("copy", [inner], [out]) if same
             else Node("cast", [inner], [out], {"dtype": np.dtype(dtype)}))
-    body = Graph("assign", [inner], [step], [out])
-    return Node("fused", [Var(inner.type)], [Var(out.type)],
-                {"body": body, "kind": "elementwise", "name": "k_assign"})
+    body = Graph("copy" if same else "assign", [inner], [step], [out])
+    name = "k_copy" if same else "k_assign"
+    return Node("fused", [source or Var(inner.type)], [Var(out.type)],
+                {"body": body, "kind": "elementwise", "name": name})
+
+
+def copy_node(var: Var) -> Node:
+    """A fused node copying ``var`` into a fresh contiguous buffer."""
+    return assign_node(var.type.shape, var.type.dtype, var.type.dtype, source=var)
+
+
+@functools.lru_cache(maxsize=256)
+def copy_kernel(var_type: TensorType):
+    """The copy kernel for one type, stored through any strides (built once: each build
+    is a first launch through the dispatcher again)."""
+    return build_cuda_kernel(copy_node(Var(var_type)))
 
 
 def _size(shape) -> int:
     return int(np.prod(shape, dtype=np.int64))
-
-
-def _whole(var_type) -> tuple:
-    return arrays.root_layout(var_type)
 
 
 def _region(var_type, index) -> tuple:
@@ -148,8 +163,9 @@ def _pad(node: Node) -> DeviceSteps:
     fill = np.asarray(attrs["value"], out.type.dtype)
     middle = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.type.shape, attrs["width"],
                                                           strict=True))
-    launches = [Assign(fill, _whole(out.type), out.type.dtype, "fill").bind(out.type.dtype),
-                Assign(0, _region(out.type, middle), out.type.dtype, "input into the middle")
+    dtype = out.type.dtype
+    launches = [Assign(fill, arrays.root_layout(out.type), dtype, "fill").bind(dtype),
+                Assign(0, _region(out.type, middle), dtype, "input into the middle")
                 .bind(x.type.dtype)]
     return DeviceSteps(node, launches)
 
@@ -169,7 +185,7 @@ def _concatenate(node: Node) -> DeviceSteps:
 
 def _setitem(node: Node) -> DeviceSteps:
     x, value, out, key = node.inputs[0], node.inputs[1], node.out, node.attr["key"]
-    copy = Assign(0, _whole(out.type), out.type.dtype, "target").bind(x.type.dtype)
+    copy = Assign(0, arrays.root_layout(out.type), out.type.dtype, "target").bind(x.type.dtype)
     if indexing.is_basic(key):
         region = _region(out.type, indexing.decode(key))
         _check_broadcast(value.type.shape, region[0])
@@ -235,11 +251,10 @@ class IndexLaunch:
             value = node.inputs[1]
             indexed = x.shape[:axis] + tuple(index_type.shape) + x.shape[axis + 1:]
             _check_broadcast(value.type.shape, indexed)
-            self.values = Assign(1, _whole(TensorType(indexed, x.dtype)), x.dtype,
+            self.values = Assign(1, arrays.root_layout(TensorType(indexed, x.dtype)), x.dtype,
                                  "value").bind(value.type.dtype)
         self.kernel = FixedKernel(kind, x.dtype, np.dtype(index_type.dtype))
         self._flag = self._literal = None
-        self._copies: dict = {}
 
     @property
     def kernels(self) -> list:
@@ -257,7 +272,7 @@ class IndexLaunch:
             if self.n and self._host_out_of_range(inputs, stream):
                 self._flagged()[0] = 1
             return
-        index = self._contiguous(self._index(inputs, stream), self.index_type, stream)
+        index = self._contiguous(_operand(self, inputs, stream), self.index_type, stream)
         index = arrays.view_of(index, (self.n,), (index.dtype.itemsize,))
         shape = (self.outer, self.rows, self.inner)
         blocks, threads = cuda_launch.elementwise_config(total)
@@ -272,7 +287,7 @@ class IndexLaunch:
         self.kernel.launch(blocks, threads, stream, (*args, self._flagged()))
 
     def _host_out_of_range(self, inputs, stream) -> bool:
-        index = self._index(inputs, stream)
+        index = _operand(self, inputs, stream)
         if self.rows:
             index = arrays.download(index, stream)
             stream.synchronize()
@@ -296,24 +311,13 @@ class IndexLaunch:
             self._flag[0] = 0
         return self._flag
 
-    def _index(self, inputs, stream):
-        if not isinstance(self.source, np.ndarray):
-            return inputs[self.source]
-        if self._literal is None:
-            self._literal = arrays.upload(self.source, stream)
-        return self._literal
-
     def _contiguous(self, array, var_type, stream):
         """``array`` itself when C-contiguous, else a contiguous copy (a 0-d index arrives
         as a shape-(1,) view)."""
         if arrays.is_c_contiguous(array):
             return array
-        copy = self._copies.get(var_type)
-        if copy is None:
-            copy = self._copies[var_type] = build_cuda_kernel(
-                assign_node(var_type.shape, var_type.dtype, var_type.dtype))
         result = arrays.empty(var_type.shape, var_type.dtype, stream)
-        copy.launch([arrays.padded(array)], [arrays.padded(result)], stream)
+        copy_kernel(var_type).launch([arrays.padded(array)], [arrays.padded(result)], stream)
         return result
 
 

@@ -15,7 +15,6 @@ and reused across calls; results the caller can see get fresh buffers from a poo
 """
 from __future__ import annotations
 
-import functools
 import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -23,7 +22,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..codegen import cuda_arrays as arrays
-from ..codegen.cuda_index import build_cuda_injective
+from ..codegen.cuda_index import build_cuda_injective, copy_kernel, copy_node
 from ..codegen.cuda_matmul import build_cuda_matmul, epilogue_fits, matmul_supported
 from ..codegen.numba_cuda import build_cuda_kernel
 from ..ir import Graph, Lit, Node, TensorType, Var
@@ -230,13 +229,8 @@ class CudaProgram:
     @staticmethod
     def write_back(target, value) -> None:
         """Replay an in-place update of an argument (host or device) with ``value``."""
-        from numba import cuda
-        if not arrays.is_device_array(target):
-            np.copyto(target, arrays.download(value, 0) if arrays.is_device_array(value)
-                      else value)
-            return
-        write_into(target, value)
-        cuda.synchronize()
+        from .device import copy_into
+        copy_into(target, value)
 
 
 def _host_shared(graph: Graph, view_node: dict) -> set:
@@ -267,20 +261,6 @@ def write_into(target, value) -> None:
         value = arrays.upload(np.asarray(value, target.dtype), 0)
     kernel = copy_kernel(TensorType(tuple(target.shape), np.dtype(target.dtype)))
     kernel.launch([arrays.padded(arrays.as_numba(value))], [arrays.padded(target)], 0)
-
-
-@functools.lru_cache(maxsize=256)
-def copy_kernel(var_type: TensorType):
-    """The copy kernel for one type (built once: each build is a first launch again)."""
-    return build_cuda_kernel(copy_node(Var(var_type)))
-
-
-def copy_node(var: Var) -> Node:
-    """A fused node copying ``var`` into a fresh contiguous buffer."""
-    inner, out = Var(var.type), Var(var.type)
-    body = Graph("copy", [inner], [Node("copy", [inner], [out])], [out])
-    return Node("fused", [var], [Var(var.type)],
-                {"body": body, "kind": "elementwise", "name": "k_copy"})
 
 
 def _last_reads(steps: list[Step], graph: Graph) -> dict[int, list[Var]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..codegen.cuda_arrays import contiguous_strides
 from ..tracer import flatten, unflatten
 
 
@@ -50,7 +51,7 @@ def device_layout(array) -> tuple:
     face = getattr(array, "__cuda_array_interface__", None) or \
         array._ary.__array_interface__   # the CUDA simulator's FakeCUDAArray
     dtype, shape = np.dtype(face["typestr"]), tuple(face["shape"])
-    strides = tuple(face.get("strides") or _c_strides(shape, dtype.itemsize))
+    strides = tuple(face.get("strides") or contiguous_strides(shape, dtype.itemsize))
     pointer = face["data"][0]
     if 0 in shape:
         return pointer, pointer, pointer, shape, strides, dtype
@@ -68,14 +69,6 @@ def overlaps_device(target, others) -> bool:
             if low < stop and start < high:
                 return True
     return False
-
-
-def _c_strides(shape, itemsize) -> tuple:
-    strides, step = [], itemsize
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 def _overlapping(leaves, device) -> list[list[int]]:
@@ -124,7 +117,7 @@ def copy_into(target, value) -> None:
         write_into(target, value)
         cuda.synchronize()
     else:
-        np.copyto(target, value)
+        np.copyto(target, to_host(value) if is_device_array(value) else value)
 
 
 def to_device(tree):
