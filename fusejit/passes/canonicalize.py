@@ -19,6 +19,18 @@ def forward_same_type(node: Node, ctx):
     return node.inputs[0] if same_type(node.inputs[0], node.out) else None
 
 
+def forward_copy(node: Node, ctx):
+    """``copy(x) → x``, but for a C-ordered copy of a transpose that moves the last axis
+    (``x.T.copy()``): the copy fixes the layout of what is computed from it, which the
+    transpose alone would let ``sink_permutes`` lay out as x is."""
+    source = ctx.producer(node.inputs[0])
+    if node.attr.get("order") == "C" and source is not None and source.op == "permute":
+        perm = source.attr["perm"]
+        if len(perm) >= 2 and perm[-1] != len(perm) - 1:
+            return None
+    return forward_same_type(node, ctx)
+
+
 def forward_identity_perm(node: Node, ctx):
     perm = node.attr["perm"]
     return node.inputs[0] if tuple(perm) == tuple(range(len(perm))) else None
@@ -45,7 +57,7 @@ RULES = (
     ("expand_dims_none", "expand_dims", forward_same_type),  # expand_dims(x, ()) → x
     ("squeeze_none", "squeeze", forward_same_type),          # squeeze(x, ()) → x
     ("permute_identity", "permute", forward_identity_perm),  # permute(x, (0..n-1)) → x
-    ("copy_internal", "copy", forward_same_type),            # copy(x) → x unless it is returned
+    ("copy_internal", "copy", forward_copy),                 # copy(x) → x unless it is returned
     ("literal_last", "*", literal_last),                     # c ∘ x → x ∘ c  (∘ commutative)
 )
 

@@ -28,6 +28,38 @@ ORDER_FREE = ("sum", "prod", "reduce_max", "reduce_min", "any", "all")
 
 def sink_permutes(graph: Graph) -> tuple[Graph, int]:
     """The graph with every sinkable transpose moved below its users; how many nodes moved."""
+    graph, hoisted = _slices_first(graph)
+    graph, moved = _sink(graph)
+    return graph, hoisted + moved
+
+
+def _slices_first(graph: Graph) -> tuple[Graph, int]:
+    """``x^p[s]`` as ``(x[s'])^p`` where ``s`` is slices only (``s'``: the same slices in x's
+    axis order): a slice of a transposed argument (``w.T[:, :k]``) is a transpose the
+    elementwise work on it can sink below."""
+    producers, nodes, count = graph.producers(), [], 0
+    for node in graph.nodes:
+        perm = _perm_of(node.inputs[0], producers) if node.op == "getitem" else None
+        key = node.attr.get("key") if perm is not None else None
+        if not (perm and _moves_last_axis(perm) and len(node.inputs) == 1
+                and all(item[0] == "slice" for item in key) and len(key) <= len(perm)):
+            nodes.append(node)
+            continue
+        full = ("slice", None, None, None)
+        items = (*key, *[full] * (len(perm) - len(key)))
+        source = producers[node.inputs[0]].inputs[0]
+        inner_key = tuple(items[perm.index(axis)] for axis in range(len(perm)))
+        inverse = _inverse(perm)
+        shape = tuple(node.out.type.shape[inverse[axis]] for axis in range(len(perm)))
+        inner = _like(node.out, shape)
+        nodes += [node.replace(inputs=(source,), outputs=(inner,),
+                               attrs=dict(node.attr, key=inner_key)),
+                  Node("permute", (inner,), node.outputs, {"perm": tuple(perm)}, node.loc)]
+        count += 1
+    return (graph.replace(nodes=nodes) if count else graph), count
+
+
+def _sink(graph: Graph) -> tuple[Graph, int]:
     layout = _layouts(graph)
     sinking = _sinking(graph, layout)
     producers = graph.producers()

@@ -31,6 +31,7 @@ from .entries import (
     EagerEntry,
     TraceTree,
 )
+from .input_layouts import argument_orders, in_memory_order
 from .key import (
     UntraceableInput,
     by_identity,
@@ -296,8 +297,11 @@ class CompiledFunction:
             trace_log.debug("%s: traced %d ops in %.3f s (path %d of this signature)",
                             self.__qualname__, len(recorded.graph.nodes),
                             time.perf_counter() - started, len(tree.paths) + 1)
+            traced_leaves = flatten((host_args, host_kwargs))[0]
+            orders = argument_orders(recorded, traced_leaves) \
+                if self.target == "cpu" and not on_device else {}
             try:
-                self._add_path(tree, recorded, on_copies, flatten((host_args, host_kwargs))[0])
+                self._add_path(tree, recorded, on_copies, traced_leaves, orders)
             except FusejitError:
                 self._forget_if_empty(key, tree)
                 raise
@@ -357,8 +361,10 @@ class CompiledFunction:
         return (f"more than max_traces={self.max_traces} paths (data-dependent branches) "
                 "for this signature")
 
-    def _add_path(self, tree, recorded, on_copies=False, leaves=()) -> None:
-        """``leaves``: the traced call's argument leaves (the watches read them)."""
+    def _add_path(self, tree, recorded, on_copies=False, leaves=(), orders=None) -> None:
+        """``leaves``: the traced call's argument leaves (the watches read them); ``orders``:
+        input position -> axis order of the arguments compiled in memory order
+        (``input_layouts``)."""
         fallback = recorded.fallback
         if fallback is not None and fallback.retry and \
                 self._traces_again(tree, recorded, on_copies):
@@ -370,8 +376,9 @@ class CompiledFunction:
         stale = [p for p in tree.paths if _captures_changed(p, recorded)]
         tree.paths = [p for p in tree.paths if p not in stale]
         try:
+            graph = in_memory_order(recorded.graph, orders) if orders else recorded.graph
             program, pipeline, counts = build_program(
-                recorded.graph, self.target, guards=getattr(recorded, "guards", ()),
+                graph, self.target, guards=getattr(recorded, "guards", ()),
                 disk_cache=self.cache, written=written_inputs(recorded))
         except FusejitError:
             raise
@@ -387,7 +394,8 @@ class CompiledFunction:
         if not tree.watch:   # the values this trace left, read again before each replay
             tree.watch = _watched(self._watches.values(), recorded.leaf_names, leaves,
                                   self._owner)
-        tree.paths.append(CompiledEntry(recorded, program, pipeline, self._owner))
+        tree.paths.append(CompiledEntry(recorded, program, pipeline, self._owner,
+                                        orders=tuple(sorted((orders or {}).items()))))
         tree.fills = tree.fills or recorded.returns_containers
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:

@@ -45,6 +45,7 @@ class CompiledEntry:
     pipeline: object                   # the PipelineRun (stats per pass, optimized graph)
     owner: object = None               # fn.__self__ for a compiled bound method
     hits: int = 0
+    orders: tuple = ()   # (input position, axis order): taken in memory order (input_layouts)
 
     def run(self, leaves):
         fast = self.fast_run
@@ -60,6 +61,8 @@ class CompiledEntry:
                 raise GuardFailed(f"{read.label} no longer holds None")
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
+        for position, order in self.orders:
+            inputs[position] = inputs[position].transpose(order)
         try:
             for check in trace.containers:
                 check.verify(leaves)
@@ -113,7 +116,7 @@ class CompiledEntry:
         if trace.captures or trace.mutations or trace.attr_writes or self.copied_views \
                 or trace.none_reads:
             return None
-        return _straight_run(trace, self.program)
+        return _straight_run(trace, self.program, dict(self.orders))
 
     @functools.cached_property
     def copied_views(self) -> bool:
@@ -283,7 +286,7 @@ def _owner(array: np.ndarray) -> int:
     return id(base) if isinstance(base, np.ndarray) and base.base is None else 0
 
 
-def _straight_run(trace: Trace, program: Program):
+def _straight_run(trace: Trace, program: Program, orders: dict):
     lines = ["def fast_run(leaves):"]
     if trace.layouts is not None:
         lines += ["    if not hold(layouts, leaves):", "        raise GuardFailed(laid_out)"]
@@ -291,6 +294,8 @@ def _straight_run(trace: Trace, program: Program):
     for position, index in enumerate(trace.arg_leaves):
         lines += [f"    a{position} = leaves[{index}]",
                   f"    if type(a{position}) is not ndarray: a{position} = as_array(a{position})"]
+        if position in orders:   # an ndarray (the key says so), taken in memory order
+            lines.append(f"    a{position} = a{position}.transpose({orders[position]!r})")
         inputs.append(f"a{position}")
     lines.append(f"    values = run([{', '.join(inputs)}])")
     names = dict(ndarray=np.ndarray, as_array=_as_array, run=program.run, unflatten=unflatten,

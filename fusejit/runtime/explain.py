@@ -172,6 +172,11 @@ def _path_text(index, path) -> str:
         strides = "C-contiguous" if layout == "C" else f"strides {layout}"
         lines.append(f"    {name} {strides}, as traced (a reshape was a view or a copy by "
                      f"its layout)")
+    for position, order in path.orders:
+        leaf = trace.arg_leaves[position]
+        name = trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else f"argument {leaf}"
+        lines.append(f"    {name} taken in memory order, as {name}.transpose({order}) "
+                     "(laid out otherwise than C-ordered)")
     return "\n".join(lines)
 
 

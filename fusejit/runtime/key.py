@@ -10,6 +10,7 @@ import numpy as np
 
 from ..ir.types import SUPPORTED_DTYPES
 from .device import is_device_array
+from .input_layouts import stride_order
 
 _ARRAY, _GENERIC, _FLOAT, _STATIC, _BY_ID = "a", "g", "f", "s", "i"
 
@@ -21,7 +22,7 @@ class UntraceableInput(Exception):
 def leaf_signature(leaf):
     cls = type(leaf)
     if cls is np.ndarray:
-        return (_ARRAY, leaf.shape, leaf.dtype)
+        return _array_signature(leaf)
     if cls is float:
         return _FLOAT
     if isinstance(leaf, np.generic):
@@ -41,6 +42,17 @@ def leaf_signature(leaf):
     if cls is int or cls is str or cls is bool or leaf is None:   # the common statics
         return (_STATIC, cls, leaf)
     return (_STATIC, typed(leaf))
+
+
+def _array_signature(array: np.ndarray) -> tuple:
+    """Shape and dtype, and the axis order of an array laid out otherwise than C's (its
+    path compiles for that order: ``input_layouts``)."""
+    if array.flags.c_contiguous:
+        return (_ARRAY, array.shape, array.dtype)
+    order = stride_order(array)
+    if order is None:
+        return (_ARRAY, array.shape, array.dtype)
+    return (_ARRAY, array.shape, array.dtype, order)
 
 
 def typed(value, depth: int = 3):
@@ -128,7 +140,8 @@ def make_key(args, kwargs, target):
         for a in args:
             if type(a) is not np.ndarray:
                 break
-            signature.append((a.shape, a.dtype))
+            order = None if a.flags.c_contiguous else stride_order(a)
+            signature.append((a.shape, a.dtype) if order is None else (a.shape, a.dtype, order))
         else:
             if len(args) > 1 and _repeated(args):
                 return ("arrays", tuple(signature), _repeats(args), target), args
@@ -164,7 +177,7 @@ def _structure(tree, leaves: list):
     cls = type(tree)
     if cls is np.ndarray:   # the most common node first
         leaves.append(tree)
-        return (_ARRAY, tree.shape, tree.dtype)
+        return _array_signature(tree)
     if cls is dict:
         keys = tuple(tree)
         kinds = tuple(map(type, keys))   # 1, 1.0 and True are one key to a dict, not to us

@@ -13,10 +13,10 @@ NumPy's, which reads the traced value with no guard: README, "Sharp edges"). Cod
 a constructor by name (``from numpy import asarray``) keeps NumPy's, and so the eager fallback.
 
 Only conversions whose result does not depend on the memory layout are modelled: whether
-``np.ascontiguousarray(x)`` or ``order="C"`` returns ``x`` itself or a copy depends on the
-layout of the array passed in, which the cache key does not hold (an F-ordered argument of the
-traced shape replays the same program), and an in-place update of the result reaches ``x`` in
-one case and not in the other. Those, like ``order="A"``/``"F"``, traced scalars alone
+``np.ascontiguousarray(x)`` or ``order="C"`` returns ``x`` itself or a copy depends on the layout
+of the array passed in, which the cache key does not hold (a C-ordered view such as ``x[:, ::2]``
+keys as a C-contiguous array of its shape does), and an in-place update of the result reaches
+``x`` in one case and not in the other. Those, like ``order="A"``/``"F"``, traced scalars alone
 (``np.asarray`` of ``x.sum()`` is a 0-d array), nested lists, lists with Python numbers,
 ``like=``, ``device=`` and ``copy=False`` with a cast, are left to NumPy.
 """

@@ -2,14 +2,14 @@
 
 ``x.reshape(-1)`` and ``x.ravel()`` give a view of ``x`` or a copy depending on its strides, and
 so may the same call on a value computed from ``x`` (NumPy's ufuncs lay their results out like
-their inputs). The trace records what NumPy did for the layouts it saw: a write into ``x``
-reaches the reshaped array, or does not. The cache key holds shapes and dtypes, not strides, so
-a path whose trace made such a decision keeps the layout of each argument it rests on
-(``Trace.layouts``) and is not taken for a call whose arguments are laid out otherwise: that call
-traces a path of its own. Arrays the decision cannot rest on are not kept: what reaches the
-reshaped value only through a product, whose result NumPy lays out C-ordered whatever its
-inputs are. Captured arrays (globals, closure cells) are kept as arguments are, and checked as
-each call reads them.
+their inputs). The trace records what NumPy did for the layouts it saw: a write into ``x`` reaches
+the reshaped array, or does not. The cache key holds shapes, dtypes and axis orders
+(``runtime/input_layouts.py``), not strides, so a path whose trace made such a decision keeps the
+layout of each argument it rests on (``Trace.layouts``) and is not taken for a call whose
+arguments are laid out otherwise: that call traces a path of its own. Arrays the decision cannot
+rest on are not kept: what reaches the reshaped value only through a product, whose result NumPy
+lays out C-ordered whatever its inputs are. Captured arrays (globals, closure cells) are kept as
+arguments are, and checked as each call reads them.
 """
 from __future__ import annotations
 

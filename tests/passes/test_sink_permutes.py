@@ -96,6 +96,28 @@ def test_multi_axis_argmax_of_a_transpose_stays():
     assert sink_permutes(graph)[1] == 0
 
 
+def test_slice_of_a_transpose_slices_first_so_the_work_sinks():
+    b = Builder()
+    x = b.arg((6, 8))
+    key = (("slice", 1, None, None), ("slice", None, 4, 2))      # x.T[1:, :4:2]
+    out = b("mul", b("getitem", b("permute", x, perm=(1, 0)), key=key), lit(2.0))
+    graph = b.graph(out)
+    sunk, count = sink_permutes(graph)
+    assert count == 2                            # the slice, then the mul
+    assert ops_of(sunk) == ["getitem", "mul", "permute"]
+    assert sunk.nodes[0].inputs[0] is x
+    assert sunk.nodes[0].attr["key"] == (("slice", None, 4, 2), ("slice", 1, None, None))
+    check_identical(graph, sunk, rand(6, 8))
+
+
+def test_slice_with_an_integer_of_a_transpose_stays():
+    b = Builder()
+    x = b.arg((6, 8))
+    out = b("mul", b("getitem", b("permute", x, perm=(1, 0)), key=(("int", 2),)), lit(2.0))
+    graph = b.graph(out)
+    assert ops_of(sink_permutes(graph)[0]) == ops_of(graph)
+
+
 @pytest.mark.parametrize("fn", [
     lambda x, b: x.T * b + 1,
     lambda x, b: np.where(x.T > 0.5, np.exp(x.T), -x.T),
@@ -104,7 +126,10 @@ def test_multi_axis_argmax_of_a_transpose_stays():
     lambda x, b: (x.T * 2).max(axis=0, keepdims=True),
     lambda x, b: np.tanh(x.transpose(1, 0)) @ x,
     lambda x, b: (x.T * 2).reshape(-1),
-], ids=["affine", "where", "sum", "argmax", "max_keepdims", "matmul", "reshape"])
+    lambda x, b: x.T[::2, 3:] - 1,
+    lambda x, b: x.T.copy() * 2,
+], ids=["affine", "where", "sum", "argmax", "max_keepdims", "matmul", "reshape", "slice",
+        "c_ordered_copy"])
 def test_compiled_matches_numpy_values_and_layout(fn):
     compiled = fusejit.compile(fn, target="cpu")
     x = np.random.default_rng(3).standard_normal((40, 24)).astype(np.float32)
@@ -113,6 +138,7 @@ def test_compiled_matches_numpy_values_and_layout(fn):
         got, want = compiled(x, b), fn(x, b)
         assert_same(want, got)
         assert got.flags.c_contiguous == want.flags.c_contiguous
+        assert got.flags.f_contiguous == want.flags.f_contiguous
 
 
 def test_kernel_count_of_a_transposed_softmax():

@@ -1,0 +1,133 @@
+"""Arguments laid out otherwise than C-ordered (``x.T``, Fortran arrays) key apart and compile
+in their memory order (``runtime/input_layouts.py``): kernels read them in order, and results
+come out laid out as NumPy's."""
+import numpy as np
+import pytest
+
+import fusejit
+from fusejit.runtime.input_layouts import stride_order
+from tests.oracle import assert_same
+
+rng = np.random.default_rng(7)
+
+
+def fortran(*shape):
+    return np.asfortranarray(rng.standard_normal(shape).astype(np.float32))
+
+
+def c_ordered(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize(("make", "order"), [
+    (lambda: c_ordered(3, 4), None),
+    (lambda: fortran(3, 4), (1, 0)),
+    (lambda: c_ordered(3, 4)[:, ::2], None),               # a C-ordered view
+    (lambda: c_ordered(4, 3)[::-1].T, (1, 0)),              # negative strides go by size
+    (lambda: c_ordered(2, 3, 4).transpose(2, 0, 1), (1, 2, 0)),
+    (lambda: fortran(1, 3, 4), (0, 2, 1)),                  # a length-1 axis stays put
+    (lambda: np.broadcast_to(c_ordered(3, 1), (3, 4)), None),  # so does a broadcast axis
+    (lambda: c_ordered(5), None),
+])
+def test_stride_order_lays_the_array_out_in_c_order(make, order):
+    array = make()
+    assert stride_order(array) == order
+    if order is not None:
+        raw = array.transpose(order)
+        moving = [s for n, s in zip(raw.shape, raw.strides, strict=True) if n > 1]
+        assert [abs(s) for s in moving] == sorted(map(abs, moving), reverse=True)
+
+
+FUNCTIONS = {
+    "elementwise": lambda a, b: np.tanh(a) * b + 1.0,
+    "column_mean": lambda a, b: a - a.mean(axis=0),
+    "softmax": lambda a, b: np.exp(a - a.max(-1, keepdims=True)) / np.exp(
+        a - a.max(-1, keepdims=True)).sum(-1, keepdims=True),
+    "slice": lambda a, b: a[1:, ::2] * b[1:, ::2],
+    "matmul": lambda a, b: np.maximum(a @ b.T, 0.0),
+    "sum": lambda a, b: (a * b).sum(),
+}
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_fortran_arguments_give_numpys_values_and_layout(name):
+    fn = FUNCTIONS[name]
+    compiled = fusejit.compile(fn)
+    a, b = fortran(6, 10), fortran(6, 10)
+    for _ in range(3):                            # the trace, then replays
+        want, got = fn(a, b), compiled(a, b)
+        assert_same(want, got)
+        assert np.asarray(got).strides == np.asarray(want).strides
+    assert (compiled.cache_info()["traces"], compiled.cache_info()["eager_calls"]) == (1, 0)
+
+
+@pytest.mark.parametrize("fn", [lambda a, b: a * b + 1.0, lambda a, b: np.exp(b) - a.sum(0)])
+def test_fortran_and_c_arguments_mixed(fn):
+    compiled = fusejit.compile(fn)
+    a, b = fortran(6, 10), c_ordered(6, 10)
+    for _ in range(3):
+        want, got = fn(a, b), compiled(a, b)
+        assert_same(want, got)
+        assert got.strides == want.strides      # NumPy's ufuncs: C order where layouts differ
+
+
+def test_kernels_read_a_fortran_argument_in_memory_order():
+    def f(a, b):
+        return np.tanh(a) * b + 1.0
+
+    compiled = fusejit.compile(f)
+    a, b = fortran(6, 10), fortran(6, 10)
+    compiled(a, b)
+    text = compiled.ir(a, b)
+    # the inputs are the arrays as memory holds them, the one kernel reads them as such, and
+    # the result is its transpose (a view): no strided kernel, no copy
+    assert text.startswith("def f(a: f32[10,6], b: f32[10,6]) -> f32[6,10]:")
+    assert [line.split("=")[1].split()[0] for line in text.splitlines()
+            if line.startswith("  %")] == ["fused", "permute"]
+    explained = str(compiled.explain(a, b))
+    assert "a taken in memory order, as a.transpose((1, 0))" in explained
+
+
+def test_c_and_fortran_calls_trace_paths_of_their_own():
+    def f(a):
+        return a * 2.0 + 1.0
+
+    compiled = fusejit.compile(f)
+    calls = [c_ordered(6, 10), fortran(6, 10), c_ordered(12, 10)[::2], fortran(6, 10),
+             c_ordered(6, 10)]
+    for a in calls:
+        want, got = f(a), compiled(a)
+        assert_same(want, got)
+        assert got.strides == want.strides
+    info = compiled.cache_info()
+    assert (info["signatures"], info["traces"], info["hits"]) == (2, 2, 3)  # a C view: C's
+
+
+def test_an_argument_written_in_place_keeps_its_layout_and_gets_the_writes():
+    def f(a, b):
+        a += b          # written: taken as it is
+        return a * b    # b: taken in memory order
+
+    compiled = fusejit.compile(f)
+    for _ in range(3):
+        a, b = fortran(6, 10), fortran(6, 10)
+        want_a = a.copy(order="K")
+        want = f(want_a, b)
+        got = compiled(a, b)
+        assert_same(want, got)
+        assert_same(want_a, a)
+        assert a.flags.f_contiguous
+    (entry,) = compiled.entry_for(a, b).paths
+    assert entry.orders == ((1, (1, 0)),)
+
+
+def test_returning_the_transposed_argument_is_a_view_of_it():
+    def f(a):
+        return a.T
+
+    compiled = fusejit.compile(f)
+    a = fortran(6, 10)
+    for _ in range(2):
+        got = compiled(a)
+        assert_same(a.T, got)
+        assert np.shares_memory(got, a) and got.flags.c_contiguous
