@@ -6,7 +6,7 @@ fresh array there.
 """
 from __future__ import annotations
 
-from ..ir import Lit, Node, Var, ops
+from ..ir import Lit, Node, TensorType, Var, ops
 from .manager import PassResult, register_pass
 from .rewrite import rewrite, same_type
 
@@ -22,13 +22,40 @@ def forward_same_type(node: Node, ctx):
 def forward_copy(node: Node, ctx):
     """``copy(x) → x``, but for a C-ordered copy of a transpose that moves the last axis
     (``x.T.copy()``): the copy fixes the layout of what is computed from it, which the
-    transpose alone would let ``sink_permutes`` lay out as x is."""
-    source = ctx.producer(node.inputs[0])
-    if node.attr.get("order") == "C" and source is not None and source.op == "permute":
-        perm = source.attr["perm"]
-        if len(perm) >= 2 and perm[-1] != len(perm) - 1:
-            return None
+    transpose alone would let ``sink_permutes`` lay out as x is. An F-ordered copy of two or
+    more axes is such a copy of x's transpose, transposed back (an F-ordered view)."""
+    if node.attr.get("order") == "F":
+        return _fortran_copy(node)
+    if node.attr.get("order") == "C" and _transposed(node.inputs[0], ctx):
+        return None
     return forward_same_type(node, ctx)
+
+
+def _transposed(value, ctx, depth: int = 6) -> bool:
+    """``value`` is a transpose that moves the last axis, or elementwise work on one (the
+    values ``sink_permutes`` may compute untransposed), ``depth`` producers up at most."""
+    source = ctx.producer(value)
+    if source is None or depth == 0:
+        return False
+    if source.op == "permute":
+        perm = source.attr["perm"]
+        return len(perm) >= 2 and perm[-1] != len(perm) - 1
+    opdef = ops.REGISTRY.get(source.op)
+    return opdef is not None and opdef.kind == ops.ELEMENTWISE and any(
+        isinstance(v, Var) and v.type.shape == value.type.shape and _transposed(v, ctx, depth - 1)
+        for v in source.inputs)
+
+
+def _fortran_copy(node: Node):
+    (x,), shape = node.inputs, node.out.type.shape
+    attrs = {k: v for k, v in node.attr.items() if k != "order"}
+    if len(shape) < 2:       # one axis: C order is F order
+        return node.replace(attrs=attrs)
+    perm = tuple(reversed(range(len(shape))))
+    flipped = [Var(TensorType(shape[::-1], node.out.type.dtype), node.out.hint) for _ in "ab"]
+    return (Node("permute", (x,), (flipped[0],), {"perm": perm}, node.loc),
+            Node("copy", (flipped[0],), (flipped[1],), {**attrs, "order": "C"}, node.loc),
+            Node("permute", (flipped[1],), node.outputs, {"perm": perm}, node.loc))
 
 
 def forward_identity_perm(node: Node, ctx):

@@ -12,13 +12,13 @@ the float itself and the result's length depends on it (``from numpy import aran
 NumPy's, which reads the traced value with no guard: README, "Sharp edges"). Code that imported
 a constructor by name (``from numpy import asarray``) keeps NumPy's, and so the eager fallback.
 
-Only conversions whose result does not depend on the memory layout are modelled: whether
-``np.ascontiguousarray(x)`` or ``order="C"`` returns ``x`` itself or a copy depends on the layout
-of the array passed in, which the cache key does not hold (a C-ordered view such as ``x[:, ::2]``
-keys as a C-contiguous array of its shape does), and an in-place update of the result reaches
-``x`` in one case and not in the other. Those, like ``order="A"``/``"F"``, traced scalars alone
-(``np.asarray`` of ``x.sum()`` is a 0-d array), nested lists, lists with Python numbers,
-``like=``, ``device=`` and ``copy=False`` with a cast, are left to NumPy.
+Conversions to a layout (``np.ascontiguousarray``, ``np.asfortranarray``, ``order="C"`` or
+``"F"``) return ``x`` itself or a copy by the layout of the array passed in, and an in-place
+update of the result reaches ``x`` in one case only: they follow NumPy's array in the trace and
+the path keeps the layouts that decision rests on (``layouts.note``), as a reshape does.
+``order="A"``, traced scalars alone (``np.asarray`` of ``x.sum()`` is a 0-d array), nested
+lists, lists with Python numbers, ``like=``, ``device=`` and ``copy=False`` with a cast are left
+to NumPy.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import threading
 
 import numpy as np
 
+from . import layouts
 from .context import active
 from .tracer import Tracer
 
@@ -137,11 +138,43 @@ def _array(a, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=No
 def _converted(a, dtype, order, copy):
     """What NumPy gives for array ``a``: ``a`` itself, a cast or a copy."""
     value = a.value
-    if order not in (None, "K"):
-        return NotImplemented     # itself or a copy, by the layout of each call's array
+    order = order.upper() if isinstance(order, str) else order
+    if order not in (None, "K", "C", "F"):
+        return NotImplemented     # "A": itself or a copy, by the layout of each call's array
     if dtype is not None and np.dtype(dtype) != value.dtype:
-        return NotImplemented if copy is False else a.astype(dtype)
+        if copy is False:
+            return NotImplemented
+        a, copy = a.astype(dtype), None     # a new array: laid out anew below if need be
+    if order in ("C", "F"):
+        return _laid_out(a, order, copy)
     return np.copy(a) if copy else a
 
 
-_CONVERTERS = {"asarray": _asarray, "asanyarray": _asarray, "array": _array}
+def _laid_out(a, order, copy):
+    """``a`` itself where NumPy's array is already ``order``-contiguous and no copy is
+    asked for, else a copy laid out in ``order``. Which one rests on the layout of the traced
+    call's arrays, which the path keeps (``layouts.note``); ``copy=False`` where a copy is
+    needed is NumPy's to refuse."""
+    flags = a.value.flags
+    if a.value.size > 1:     # x[::2] of a 1-d x is contiguous in neither order
+        layouts.note(active(), a)
+    if copy is not True and (flags.c_contiguous if order == "C" else flags.f_contiguous):
+        return a
+    if copy is False:
+        return NotImplemented
+    return np.copy(a, order=order)
+
+
+def _contiguous(order):
+    def convert(a, dtype=None, *, like=None):
+        if like is not None:
+            return NotImplemented
+        result = _converted(a, dtype, order, None)
+        if result is NotImplemented or result.ndim:
+            return result
+        return result.reshape(1)          # at least 1-d: a view of a 0-d array, as NumPy's
+    return convert
+
+
+_CONVERTERS = {"asarray": _asarray, "asanyarray": _asarray, "array": _array,
+               "ascontiguousarray": _contiguous("C"), "asfortranarray": _contiguous("F")}

@@ -159,10 +159,12 @@ def _broadcast_to(rec, concrete, array, shape, subok=False):
 @implements(np.copy)
 def _copy(rec, concrete, a, order="K", subok=False):
     """``order="K"`` keeps a transposed operand's layout (``np.copy(x.T)`` is F-ordered), so
-    passes may compute it untransposed; ``"C"`` (``x.T.copy()``) must stay C-ordered."""
-    if order not in ("K", "C"):
+    passes may compute it untransposed; ``"C"`` (``x.T.copy()``) must stay C-ordered, and
+    ``"F"`` F-ordered (canonicalize makes it a C-ordered copy of the transpose)."""
+    order = order.upper() if isinstance(order, str) else order
+    if order not in ("K", "C", "F"):
         raise unsupported(f"np.copy with order={order!r}")
-    attrs = {"order": "C"} if order == "C" else {}
+    attrs = {"order": order} if order != "K" else {}
     return wrap(rec, concrete, rec.emit("copy", [rec.operand(a)], attrs))
 
 

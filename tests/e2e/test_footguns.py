@@ -134,20 +134,34 @@ def test_asarray_on_arguments_keeps_the_function_compiled():
     assert compiled.cache_info()["eager_calls"] == 0 and "compiled" in str(compiled.explain(x, w))
 
 
-def test_ascontiguousarray_copies_or_not_by_each_call_s_layout_so_it_runs_eagerly():
-    # Eagerly, y is x itself for a C-ordered x and a copy for an F-ordered one, so whether
-    # `y += 1` reaches the caller's array depends on a layout the cache key does not hold.
+@pytest.mark.parametrize("convert", [lambda x: np.ascontiguousarray(x),   # looked up on np
+                                     lambda x: np.asfortranarray(x),      # at the call
+                                     lambda x: np.asarray(x, order="C"),
+                                     lambda x: np.array(x, order="F", copy=None)],
+                         ids=["ascontiguousarray", "asfortranarray", "asarray_C", "array_F"])
+def test_a_conversion_to_a_layout_copies_or_not_by_each_call_s_layout(convert):
+    # Eagerly, y is x itself where x is laid out so already and a copy otherwise, so whether
+    # `y += 1` reaches the caller's array depends on x's layout: each layout gets its path
+    # (its own key, or a kept layout: a C-ordered view shares the C-contiguous key)
     def bump(x):
-        y = np.ascontiguousarray(x)
+        y = convert(x)
         y += 1
         return y
 
     compiled = fusejit.compile(bump)
-    for x in (np.zeros((3, 4), np.float32), np.zeros((4, 3), np.float32).T):
-        want_x, got_x = x.copy(order="K"), x.copy(order="K")
-        assert_same(bump(want_x), compiled(got_x))
+    layouts = [lambda: np.zeros((3, 4), np.float32), lambda: np.zeros((4, 3), np.float32).T,
+               lambda: np.zeros((3, 8), np.float32)[:, ::2], lambda: np.zeros(5, np.float32),
+               lambda: np.zeros(10, np.float32)[::2]]
+    for make in (*layouts, *layouts):
+        want_x, got_x = make(), make()
+        want, got = bump(want_x), compiled(got_x)
+        assert_same(want, got)
         assert_same(want_x, got_x)
-    assert "__array__" in str(compiled.explain(x))
+        assert np.shares_memory(got, got_x) == np.shares_memory(want, want_x)
+        assert (got.flags.c_contiguous, got.flags.f_contiguous) == (
+            want.flags.c_contiguous, want.flags.f_contiguous)
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (5, 0)
 
 
 def test_asarray_imported_by_name_runs_eagerly():

@@ -507,7 +507,8 @@ def argument_lists(draw):
 @st.composite
 def programs(draw, min_statements=3, max_statements=10) -> Program:
     program = Program(draw(argument_lists()), [], [], specials=draw(st.booleans()),
-                      wide_ints=draw(st.integers(0, 3)) == 0)
+                      wide_ints=draw(st.integers(0, 3)) == 0,
+                      fortran=draw(st.integers(0, 3)) == 0)
     builder = Builder(draw, program, [Value(a.name, True, is_arg=True) for a in program.args])
     for _ in range(draw(st.integers(min_statements, max_statements))):
         for _attempt in range(4):

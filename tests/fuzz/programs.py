@@ -65,6 +65,7 @@ class Program:
     specials: bool = False   # NaN, ±inf, -0.0 and subnormals in float arguments
     wide_ints: bool = False  # integers over the whole range (overflow), else small
     inexact: bool = False    # some value went through a reordered reduction or libm call
+    fortran: bool = False    # array arguments of two or more axes F-ordered (keyed apart)
 
     def source(self, name="program") -> str:
         body = self.lines + ["return " + ", ".join(self.returns)]
@@ -84,10 +85,12 @@ class Program:
 
     def make_inputs(self, seed: int) -> list:
         rng = np.random.default_rng(seed)
-        return [make_arg(arg, rng, self.specials, self.wide_ints) for arg in self.args]
+        args = [make_arg(arg, rng, self.specials, self.wide_ints) for arg in self.args]
+        return [np.asfortranarray(a) if self.fortran and np.ndim(a) > 1 else a for a in args]
 
     def __repr__(self):
-        flags = f"specials={self.specials}, wide_ints={self.wide_ints}, inexact={self.inexact}"
+        flags = (f"specials={self.specials}, wide_ints={self.wide_ints}, "
+                 f"inexact={self.inexact}, fortran={self.fortran}")
         shapes = ", ".join(f"{a.name}: {a.kind} {a.dtype}{list(a.shape)}" for a in self.args)
         return f"Program({flags}; {shapes})\n{self.source()}"
 

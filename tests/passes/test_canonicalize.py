@@ -51,6 +51,22 @@ def test_returned_copy_under_a_view_stays():
     assert not canonicalize(g).changed
 
 
+def test_c_ordered_copy_of_a_transpose_stays():
+    # x.T.copy() * 2: NumPy lays the product out C-ordered, as the copy is
+    x, p = program()
+    g = p.graph(p("exp", p("copy", p("permute", x, perm=(1, 0)), order="C")))
+    assert not canonicalize(g).changed
+
+
+def test_f_ordered_copy_is_a_c_ordered_copy_of_the_transpose_transposed_back():
+    x, p = program()
+    g = p.graph(p("exp", p("copy", x, order="F")))
+    assert lines(g) == ("%0: f32[3,2] = permute x, perm=(1, 0)\n"
+                        "%1: f32[3,2] = copy %0, order='C'\n"
+                        "%2: f32[2,3] = permute %1, perm=(1, 0)\n"
+                        "%3: f32[2,3] = exp %2\nreturn %3")
+
+
 def test_returned_identity_view_of_an_input_is_forwarded():
     # eager NumPy already returned a view of the caller's array here
     x, p = program()

@@ -128,8 +128,11 @@ def test_slice_with_an_integer_of_a_transpose_stays():
     lambda x, b: (x.T * 2).reshape(-1),
     lambda x, b: x.T[::2, 3:] - 1,
     lambda x, b: x.T.copy() * 2,
+    lambda x, b: (x.T * 2).copy() + 1,
+    lambda x, b: np.ascontiguousarray(x.T, dtype=np.float64) + 1,
+    lambda x, b: np.asfortranarray(x * 2) - 1,
 ], ids=["affine", "where", "sum", "argmax", "max_keepdims", "matmul", "reshape", "slice",
-        "c_ordered_copy"])
+        "c_ordered_copy", "c_ordered_copy_of_work", "ascontiguousarray", "asfortranarray"])
 def test_compiled_matches_numpy_values_and_layout(fn):
     compiled = fusejit.compile(fn, target="cpu")
     x = np.random.default_rng(3).standard_normal((40, 24)).astype(np.float32)
@@ -139,6 +142,7 @@ def test_compiled_matches_numpy_values_and_layout(fn):
         assert_same(want, got)
         assert got.flags.c_contiguous == want.flags.c_contiguous
         assert got.flags.f_contiguous == want.flags.f_contiguous
+    assert compiled.cache_info()["eager_calls"] == 0
 
 
 def test_kernel_count_of_a_transposed_softmax():

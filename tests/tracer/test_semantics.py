@@ -131,8 +131,8 @@ def test_body_constant_is_held_not_baked():
 
 
 def test_array_conversion_falls_back_with_eager_result():
-    # a copy into another layout is not modelled: NumPy's __array__ runs, the signature eager
-    fn = lambda x: np.ascontiguousarray(x.T) + 1  # noqa: E731
+    # order="A" is not modelled: NumPy's __array__ runs, the signature eager
+    fn = lambda x: np.asarray(x.T, order="A") + 1  # noqa: E731
     tr = trace(fn, (X,), {})
     assert tr.fallback is not None and "__array__" in tr.fallback.reason
     assert tr.fallback.loc.file.endswith("test_semantics.py")
@@ -148,6 +148,23 @@ def test_asarray_of_a_traced_array_is_the_array_itself(convert):
     assert [n.op for n in tr.graph.nodes] == ["mul"]
     tr = trace(lambda x: convert(x), (X,), {})
     assert tr.out_leaves[0].kind == "arg"         # the same object, as NumPy returns it
+
+
+@pytest.mark.parametrize(("convert", "ops"), [
+    (lambda x: np.ascontiguousarray(x), []),               # X is C-ordered: itself
+    (lambda x: np.ascontiguousarray(x.T), ["permute", "copy"]),
+    (lambda x: np.asfortranarray(x), ["copy"]),             # order="F"
+    (lambda x: np.asfortranarray(x.T), ["permute"]),
+    (lambda x: np.asarray(x, order="C", dtype=np.float64), ["cast"]),
+    (lambda x: np.array(x, order="C"), ["copy"])],         # np.array copies
+    ids=["contiguous", "contiguous_T", "fortran", "fortran_T", "cast", "array"])
+def test_conversion_to_a_layout_is_the_array_or_a_copy_laid_out_so(convert, ops):
+    tr = check(lambda x: convert(x) * 2, X)
+    assert [n.op for n in tr.graph.nodes] == [*ops, "mul"] and tr.fallback is None
+    want = convert(X)
+    got = trace(convert, (X,), {}).result
+    assert (got.flags.c_contiguous, got.flags.f_contiguous) == (
+        want.flags.c_contiguous, want.flags.f_contiguous)
 
 
 def test_asarray_with_another_dtype_is_a_cast():
@@ -186,13 +203,11 @@ def test_np_array_of_a_list_of_traced_arrays_is_a_stack():
 
 @pytest.mark.parametrize("fn", [
     lambda x: np.asarray(x.sum()) + 1,                     # a scalar: NumPy gives a 0-d array
-    lambda x: np.asfortranarray(x) * 2,                    # itself or a copy, by layout
-    lambda x: np.ascontiguousarray(x) * 2,
-    lambda x: np.asarray(x, order="C") * 2,
+    lambda x: np.asarray(x, order="A") * 2,                # itself or a copy, by layout
     lambda x: np.array([[x, x]]) * 2,                      # a nested list
     lambda x: np.array([x.sum(), 1.0]),                    # a list with a Python number
     lambda x: np.asarray(x, dtype=np.float64, copy=False)], # NumPy raises: it needs a copy
-    ids=["scalar", "fortran", "contiguous", "order_C", "nested_list", "python_number",
+    ids=["scalar", "order_A", "nested_list", "python_number",
          "cast_without_copy"])
 def test_conversions_not_modelled_are_left_to_numpy(fn):
     try:
