@@ -35,28 +35,53 @@ def sink_permutes(graph: Graph) -> tuple[Graph, int]:
 
 def _slices_first(graph: Graph) -> tuple[Graph, int]:
     """``x^p[s]`` as ``(x[s'])^p`` where ``s`` is slices only (``s'``: the same slices in x's
-    axis order): a slice of a transposed argument (``w.T[:, :k]``) is a transpose the
-    elementwise work on it can sink below."""
+    axis order), and the concatenation of transposes by one ``p`` as the transpose of the
+    concatenation (NumPy lays it out so): a slice of a transposed argument (``w.T[:, :k]``)
+    or a stack of them is a transpose the elementwise work on it can sink below."""
     producers, nodes, count = graph.producers(), [], 0
     for node in graph.nodes:
-        perm = _perm_of(node.inputs[0], producers) if node.op == "getitem" else None
-        key = node.attr.get("key") if perm is not None else None
-        if not (perm and _moves_last_axis(perm) and len(node.inputs) == 1
-                and all(item[0] == "slice" for item in key) and len(key) <= len(perm)):
+        made = _sliced_first(node, producers) if node.op == "getitem" else \
+            _joined_first(node, producers) if node.op == "concatenate" else None
+        if made is None:
             nodes.append(node)
             continue
-        full = ("slice", None, None, None)
-        items = (*key, *[full] * (len(perm) - len(key)))
-        source = producers[node.inputs[0]].inputs[0]
-        inner_key = tuple(items[perm.index(axis)] for axis in range(len(perm)))
-        inverse = _inverse(perm)
-        shape = tuple(node.out.type.shape[inverse[axis]] for axis in range(len(perm)))
-        inner = _like(node.out, shape)
-        nodes += [node.replace(inputs=(source,), outputs=(inner,),
-                               attrs=dict(node.attr, key=inner_key)),
-                  Node("permute", (inner,), node.outputs, {"perm": tuple(perm)}, node.loc)]
+        nodes += made
         count += 1
+        producers.update((out, new) for new in made for out in new.outputs)
     return (graph.replace(nodes=nodes) if count else graph), count
+
+
+def _sliced_first(node: Node, producers) -> list[Node] | None:
+    perm, key = _perm_of(node.inputs[0], producers), node.attr.get("key")
+    if not (perm and _moves_last_axis(perm) and len(node.inputs) == 1
+            and all(item[0] == "slice" for item in key) and len(key) <= len(perm)):
+        return None
+    full = ("slice", None, None, None)
+    items = (*key, *[full] * (len(perm) - len(key)))
+    inner_key = tuple(items[perm.index(axis)] for axis in range(len(perm)))
+    source = producers[node.inputs[0]].inputs[0]
+    return _transposed_after(node, perm, (source,), {"key": inner_key})
+
+
+def _joined_first(node: Node, producers) -> list[Node] | None:
+    perms = {_perm_of(v, producers) for v in node.inputs}
+    if len(perms) != 1:
+        return None
+    (perm,) = perms
+    if not (perm and _moves_last_axis(perm)):
+        return None
+    sources = tuple(producers[v].inputs[0] for v in node.inputs)
+    return _transposed_after(node, perm, sources, {"axis": perm[node.attr["axis"]]})
+
+
+def _transposed_after(node: Node, perm, sources, attrs) -> list[Node]:
+    """``node`` on the untransposed ``sources`` (with ``attrs`` changed), then its result
+    transposed by ``perm``: the value ``node`` gave."""
+    inverse = _inverse(perm)
+    inner = _like(node.out, tuple(node.out.type.shape[inverse[axis]]
+                                  for axis in range(len(perm))))
+    return [node.replace(inputs=sources, outputs=(inner,), attrs=dict(node.attr, **attrs)),
+            Node("permute", (inner,), node.outputs, {"perm": tuple(perm)}, node.loc)]
 
 
 def _sink(graph: Graph) -> tuple[Graph, int]:

@@ -17,24 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, TensorType, Var
+from ..tracer.layouts import stride_order
 
-
-def stride_order(array: np.ndarray) -> tuple[int, ...] | None:
-    """The axis order that lays ``array`` out in C order (``array.transpose(order)`` walks
-    memory forward), or None where C order already does: C-contiguous arrays, C-ordered
-    views, and arrays with fewer than two axes longer than 1. Axes of length 1 and
-    broadcast axes (stride 0) stay where they are: no order reads their strides."""
-    if array.flags.c_contiguous or array.ndim < 2:
-        return None
-    moving = [axis for axis, (n, s) in enumerate(zip(array.shape, array.strides, strict=True))
-              if n > 1 and s != 0]
-    ranked = sorted(moving, key=lambda axis: -abs(array.strides[axis]))
-    if ranked == moving:
-        return None
-    order = list(range(array.ndim))
-    for slot, axis in zip(moving, ranked, strict=True):
-        order[slot] = axis
-    return tuple(order)
+__all__ = ["argument_orders", "in_memory_order", "stride_order"]
 
 
 def argument_orders(trace, leaves) -> dict[int, tuple[int, ...]]:

@@ -6,7 +6,8 @@ would run on every replay. Every value computed only from fills, constants and l
 same on every call: each one that the rest of the program reads (or that is an output) becomes
 a constant input holding its value, taken through a ``reshape`` to its own shape (a ``copy``
 for an output) so the references to it stay valid; the nodes that computed it are left to
-dead-code elimination. ``full`` nodes themselves stay: kernels compute them for free.
+dead-code elimination. ``full`` nodes themselves stay, and so do views of them: kernels compute
+them for free.
 """
 from __future__ import annotations
 
@@ -16,15 +17,21 @@ from ..ir import Lit, Node, TensorType, Var
 from ..ir.interpret import run_node
 from .context import CaptureRecord
 
+# views of a fill that stay nodes, as the fill does (``np.ones_like`` of an F-ordered array is
+# a fill in memory order, transposed)
+FILL_VIEWS = ("permute", "reshape", "broadcast", "expand_dims", "squeeze")
+
 
 def fold_constants(recorder, outputs: list) -> None:
     constant = {c.var for c in recorder.captures if c.source[0] == "const"}
-    producers, folded = {}, []
+    producers, folded, fills = {}, [], set()
     for index, node in enumerate(recorder.nodes):
         if all(isinstance(v, Lit) or v in constant for v in node.inputs):
             constant.update(node.outputs)
             producers.update((var, node) for var in node.outputs)
-            if node.op != "full" and len(node.outputs) == 1:
+            if node.op == "full" or (node.op in FILL_VIEWS and node.inputs[0] in fills):
+                fills.update(node.outputs)    # free in a kernel: no array to hold
+            elif len(node.outputs) == 1:
                 folded.append(index)
     read = {v for node in recorder.nodes
             if not all(var in constant for var in node.outputs) for v in node.inputs}

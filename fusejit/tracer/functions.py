@@ -358,17 +358,28 @@ def _scalar_into(value, dtype, casting):
     return scratch[()]
 
 
+def _inverse(order) -> tuple[int, ...]:
+    inverse = [0] * len(order)
+    for k, axis in enumerate(order):
+        inverse[axis] = k
+    return tuple(inverse)
+
+
 def _like(value_of):
     def record(rec, concrete, a, *args, **kwargs):
         dtype, shape = concrete.dtype, concrete.shape
         if isinstance(a, Tracer):
             note_shape_seen(a, always=True)   # the result has a's shape but does not read it
         fill = value_of(args, kwargs)
+        order = layouts.stride_order(concrete)   # NumPy's is laid out as ``a`` (order="K")
+        stored = shape if order is None else tuple(shape[axis] for axis in order)
         if isinstance(fill, Tracer):
-            var = rec.broadcast(rec.operand(fill, dtype), shape)
+            var = rec.broadcast(rec.operand(fill, dtype), stored)
         else:
-            var = rec.emit("full", [], {"shape": shape, "dtype": dtype,
+            var = rec.emit("full", [], {"shape": stored, "dtype": dtype,
                                         "value": dtype.type(fill)})
+        if order is not None:    # filled in memory order, then seen in a's: an F-ordered view
+            var = rec.emit("permute", [var], {"perm": _inverse(order)})
         if kwargs.get("order", "K") in ("K", "A"):   # laid out as ``a``, which it does not read
             layouts.link(rec, var, a)
         return wrap(rec, concrete, var)

@@ -72,6 +72,24 @@ def kept(rec, proxies: dict, arg_leaves: tuple, leaves: list) -> tuple:
     return arguments or None, captures
 
 
+def stride_order(array: np.ndarray) -> tuple[int, ...] | None:
+    """The axis order that lays ``array`` out in C order (``array.transpose(order)`` walks
+    memory forward), or None where C order already does: C-contiguous arrays, C-ordered
+    views, and arrays with fewer than two axes longer than 1. Axes of length 1 and
+    broadcast axes (stride 0) stay where they are: no order reads their strides."""
+    if array.flags.c_contiguous or array.ndim < 2:
+        return None
+    moving = [axis for axis, (n, s) in enumerate(zip(array.shape, array.strides, strict=True))
+              if n > 1 and s != 0]
+    ranked = sorted(moving, key=lambda axis: -abs(array.strides[axis]))
+    if ranked == moving:
+        return None
+    order = list(range(array.ndim))
+    for slot, axis in zip(moving, ranked, strict=True):
+        order[slot] = axis
+    return tuple(order)
+
+
 def hold(layouts, arrays) -> bool:
     """Each kept argument (or captured array) is laid out as it was when traced."""
     return all(layout(arrays[index]) == expected for index, expected in layouts)

@@ -110,6 +110,24 @@ def test_slice_of_a_transpose_slices_first_so_the_work_sinks():
     check_identical(graph, sunk, rand(6, 8))
 
 
+def test_concatenation_of_transposes_concatenates_first():
+    b = Builder()
+    x, y = b.arg((6, 8)), b.arg((6, 3))
+    t = b("concatenate", b("permute", x, perm=(1, 0)), b("permute", y, perm=(1, 0)), axis=0)
+    graph = b.graph(b("add", t, lit(1.0)))
+    sunk, count = sink_permutes(graph)
+    assert count == 2 and ops_of(sunk) == ["concatenate", "add", "permute"]
+    assert sunk.nodes[0].attr["axis"] == 1 and sunk.nodes[0].inputs == (x, y)
+    check_identical(graph, sunk, rand(6, 8), rand(6, 3))
+
+
+def test_concatenation_of_a_transpose_and_another_layout_stays():
+    b = Builder()
+    x, y = b.arg((6, 8)), b.arg((3, 6))
+    graph = b.graph(b("concatenate", b("permute", x, perm=(1, 0)), y, axis=0))
+    assert sink_permutes(graph)[1] == 0
+
+
 def test_slice_with_an_integer_of_a_transpose_stays():
     b = Builder()
     x = b.arg((6, 8))
@@ -131,8 +149,10 @@ def test_slice_with_an_integer_of_a_transpose_stays():
     lambda x, b: (x.T * 2).copy() + 1,
     lambda x, b: np.ascontiguousarray(x.T, dtype=np.float64) + 1,
     lambda x, b: np.asfortranarray(x * 2) - 1,
+    lambda x, b: np.concatenate([x.T, x.T[:3]]) * 2,
 ], ids=["affine", "where", "sum", "argmax", "max_keepdims", "matmul", "reshape", "slice",
-        "c_ordered_copy", "c_ordered_copy_of_work", "ascontiguousarray", "asfortranarray"])
+        "c_ordered_copy", "c_ordered_copy_of_work", "ascontiguousarray", "asfortranarray",
+        "concatenate"])
 def test_compiled_matches_numpy_values_and_layout(fn):
     compiled = fusejit.compile(fn, target="cpu")
     x = np.random.default_rng(3).standard_normal((40, 24)).astype(np.float32)
