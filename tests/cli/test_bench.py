@@ -116,3 +116,21 @@ def test_the_bandwidth_probe_counts_four_arrays_against_the_copy_it_timed_beside
     result["freed_memory_kept"] = True
     assert "misses the target of 70%" in bandwidth.format_result(result)
     assert "meets" in bandwidth.format_result({**result, "fraction_of_copy": 0.7})
+
+
+@pytest.mark.parametrize("name", ["gelu_f32", "softmax"])
+def test_the_layouts_probe_checks_f_ordered_results_then_reports_their_samples(monkeypatch, name):
+    from bench import harness, layouts
+    from bench.workloads import workloads
+    timed = []
+
+    def fake_interleaved(calls, warmup, repeats):
+        timed.extend(call() for call in calls)   # both run: compiled, then eager
+        return [[0.002, 0.002, 0.003], [0.010, 0.011, 0.010]]
+    monkeypatch.setattr(harness, "time_interleaved", fake_interleaved)
+    (workload,) = workloads("small", np.float32, [name])
+    row = layouts.measure(workload, repeats=3)
+    assert [r.flags.f_contiguous for r in timed] == [True, True]
+    assert (row["fusejit_s"], row["eager_s"]) == (0.002, 0.010)
+    assert row["speedup"] == pytest.approx(5.0) and row["shape"] == [8, 32]
+    assert layouts.format_row(row).split()[:2] == [name, "8x32"]
