@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from ..ir import Graph, Node, TensorType, Var, ops
 from .dce import live_nodes
+from .fold import permute_permute
+from .rewrite import rewrite
 
 # Reductions whose result does not depend on the order the reduced axes are walked in.
 ORDER_FREE = ("sum", "prod", "reduce_max", "reduce_min", "any", "all")
@@ -30,6 +32,11 @@ def sink_permutes(graph: Graph) -> tuple[Graph, int]:
     """The graph with every sinkable transpose moved below its users; how many nodes moved."""
     graph, hoisted = _slices_first(graph)
     graph, moved = _sink(graph)
+    if moved:   # a result sunk below a transpose back (an argument written in memory order)
+        graph, collapsed = rewrite(graph, (("permute_permute", "permute", permute_permute),))
+        if collapsed:
+            live = live_nodes(graph)
+            graph = graph.replace(nodes=[n for i, n in enumerate(graph.nodes) if i in live])
     return graph, hoisted + moved
 
 

@@ -31,7 +31,7 @@ from .entries import (
     EagerEntry,
     TraceTree,
 )
-from .input_layouts import argument_orders, in_memory_order
+from .input_layouts import argument_orders, in_memory_order, target_orders
 from .key import (
     UntraceableInput,
     by_identity,
@@ -375,11 +375,14 @@ class CompiledFunction:
             return
         stale = [p for p in tree.paths if _captures_changed(p, recorded)]
         tree.paths = [p for p in tree.paths if p not in stale]
+        graph, written, targets = recorded.graph, written_inputs(recorded), ()
+        if orders:
+            graph, stored = in_memory_order(graph, orders, _unviewed(written, recorded))
+            targets = target_orders(recorded, stored, orders) if stored else ()
         try:
-            graph = in_memory_order(recorded.graph, orders) if orders else recorded.graph
             program, pipeline, counts = build_program(
                 graph, self.target, guards=getattr(recorded, "guards", ()),
-                disk_cache=self.cache, written=written_inputs(recorded))
+                disk_cache=self.cache, written=written)
         except FusejitError:
             raise
         except Exception as exc:
@@ -395,7 +398,8 @@ class CompiledFunction:
             tree.watch = _watched(self._watches.values(), recorded.leaf_names, leaves,
                                   self._owner)
         tree.paths.append(CompiledEntry(recorded, program, pipeline, self._owner,
-                                        orders=tuple(sorted((orders or {}).items()))))
+                                        orders=tuple(sorted((orders or {}).items())),
+                                        target_orders=targets))
         tree.fills = tree.fills or recorded.returns_containers
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
@@ -531,6 +535,12 @@ class _Static:
 
     def __eq__(self, other):
         return isinstance(other, _Static) and self._key == other._key
+
+
+def _unviewed(written: dict, recorded) -> dict:
+    """The arrays of ``written`` whose final value no result reads (not even through a view)."""
+    read = {leaf.index for leaf in recorded.out_leaves if leaf.kind not in ("arg", "const")}
+    return {out: position for out, position in written.items() if out not in read}
 
 
 def _watched(watches, names, leaves, owner) -> tuple:

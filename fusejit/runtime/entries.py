@@ -46,6 +46,7 @@ class CompiledEntry:
     owner: object = None               # fn.__self__ for a compiled bound method
     hits: int = 0
     orders: tuple = ()   # (input position, axis order): taken in memory order (input_layouts)
+    target_orders: tuple = ()   # per mutation: the axis order its target is written in, or None
 
     def run(self, leaves):
         fast = self.fast_run
@@ -87,17 +88,19 @@ class CompiledEntry:
             if trace.attr_writes else ()
         if rebound is None:
             return RETRACE
+        targets = [leaves[m.index] if m.target == "arg" else captured[m.index]
+                   for m in trace.mutations] if trace.mutations else ()
+        if self.target_orders:   # final values computed in the argument's memory order
+            targets = [t if order is None else t.transpose(order)
+                       for t, order in zip(targets, self.target_orders, strict=True)]
         if self.program.donated:   # a kernel stores into one: all must take the writes first
-            targets = [leaves[m.index] if m.target == "arg" else captured[m.index]
-                       for m in trace.mutations]
             check_writeable(targets)
         journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
         with journal:   # writes into the caller's arrays are undone if the replay fails
             values = self.program.run(inputs + list(captured) if captured else inputs)
             if trace.mutations:
-                write_all(self.program, [(leaves[m.index] if m.target == "arg" else
-                                          captured[m.index], m.output) for m in trace.mutations],
-                          values)
+                write_all(self.program, [(target, m.output) for target, m in
+                                         zip(targets, trace.mutations, strict=True)], values)
         for write, target in zip(trace.attr_writes, rebound, strict=True):
             _replay_attr_write(write, target, values)
         self.hits += 1

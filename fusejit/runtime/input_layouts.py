@@ -9,8 +9,9 @@ So an argument whose strides order its axes otherwise than C does keys apart
 (``runtime.key``), and its path compiles a graph whose input is the argument as memory holds
 it, ``x.transpose(order)`` (C-ordered), transposed back by a permute node; the passes sink
 that transpose below the elementwise work and reductions (``passes/sink_permutes.py``), so
-kernels walk memory in order and results come out laid out as NumPy's. Arguments the body
-writes into keep the traced graph's input: their writes go back through the caller's array.
+kernels walk memory in order and results come out laid out as NumPy's. An argument the body
+writes into gets its final value in its memory order too, written into the transposed
+argument (or stored there by the kernel that computes it).
 """
 from __future__ import annotations
 
@@ -19,26 +20,31 @@ import numpy as np
 from ..ir import Graph, Node, TensorType, Var
 from ..tracer.layouts import stride_order
 
-__all__ = ["argument_orders", "in_memory_order", "stride_order"]
+__all__ = ["argument_orders", "in_memory_order", "stride_order", "target_orders"]
 
 
 def argument_orders(trace, leaves) -> dict[int, tuple[int, ...]]:
     """Input position -> ``stride_order`` of each array argument laid out otherwise than C's
-    that the body does not write into (``leaves``: the traced call's)."""
-    written = {m.index for m in trace.mutations if m.target == "arg"}
+    (``leaves``: the traced call's)."""
     orders = {}
     for position, index in enumerate(trace.arg_leaves):
         leaf = leaves[index]
-        if type(leaf) is np.ndarray and index not in written:
+        if type(leaf) is np.ndarray:
             order = stride_order(leaf)
             if order is not None:
                 orders[position] = order
     return orders
 
 
-def in_memory_order(graph: Graph, orders: dict[int, tuple[int, ...]]) -> Graph:
+def in_memory_order(graph: Graph, orders: dict[int, tuple[int, ...]],
+                    written: dict[int, int]) -> tuple[Graph, frozenset[int]]:
     """``graph`` taking each input at a position of ``orders`` transposed into memory order
-    (the runtime passes ``argument.transpose(order)``), a permute node restoring its value."""
+    (the runtime passes ``argument.transpose(order)``), a permute node restoring its value.
+    ``written``: output -> input position of each array the body updates in place that
+    nothing else reads (``deferred_writes.written_inputs``); those of ``orders`` output their
+    final value in the argument's memory order, for the runtime to write into
+    ``argument.transpose(order)``, so that the kernel computing it may store it there itself
+    (``in_place_updates``). Returns the graph and those outputs."""
     inputs, nodes = list(graph.inputs), []
     for position, order in sorted(orders.items()):
         value = graph.inputs[position]
@@ -46,7 +52,26 @@ def in_memory_order(graph: Graph, orders: dict[int, tuple[int, ...]]) -> Graph:
         raw = Var(TensorType(shape, value.type.dtype), value.hint)
         inputs[position] = raw
         nodes.append(Node("permute", (raw,), (value,), {"perm": _inverse(order)}))
-    return graph.replace(inputs=tuple(inputs), nodes=(*nodes, *graph.nodes))
+    outputs, stored, tail = list(graph.outputs), set(), []
+    for out, position in sorted(written.items()):
+        final = graph.outputs[out]
+        if position in orders and isinstance(final, Var) and graph.outputs.count(final) == 1:
+            order = orders[position]
+            outputs[out] = Var(TensorType(tuple(final.type.shape[axis] for axis in order),
+                                          final.type.dtype), final.hint)
+            tail.append(Node("permute", (final,), (outputs[out],), {"perm": tuple(order)}))
+            stored.add(out)
+    graph = graph.replace(inputs=tuple(inputs), nodes=(*nodes, *graph.nodes, *tail),
+                          outputs=tuple(outputs))
+    return graph, frozenset(stored)
+
+
+def target_orders(trace, stored: frozenset[int], orders: dict[int, tuple[int, ...]]) -> tuple:
+    """For each of ``trace``'s mutations: the axis order its target is written in (an output
+    ``in_memory_order`` stored in memory order), or None."""
+    position = {leaf: p for p, leaf in enumerate(trace.arg_leaves)}
+    return tuple(orders[position[m.index]] if m.target == "arg" and m.output in stored
+                 else None for m in trace.mutations)
 
 
 def _inverse(order) -> tuple[int, ...]:

@@ -105,22 +105,51 @@ def test_c_and_fortran_calls_trace_paths_of_their_own():
     assert (info["signatures"], info["traces"], info["hits"]) == (2, 2, 3)  # a C view: C's
 
 
-def test_an_argument_written_in_place_keeps_its_layout_and_gets_the_writes():
-    def f(a, b):
-        a += b          # written: taken as it is
-        return a * b    # b: taken in memory order
+def _decay(w, g):
+    w *= 0.99
+    w += g              # the final value, stored by its kernel into w's memory
 
-    compiled = fusejit.compile(f)
+
+def _scatter(w, g):
+    w[[1, 3]] -= g[:2]
+    return w.sum()
+
+
+def _slice_then_use(w, g):
+    w[:, 1:] = 0
+    return w * g
+
+
+def _returned_too(w, g):
+    w += 1
+    return w.reshape(-1)     # a copy of the final value (w is F-ordered)
+
+
+@pytest.mark.parametrize("fn", [_decay, _scatter, _slice_then_use, _returned_too],
+                         ids=lambda fn: fn.__name__.strip("_"))
+def test_an_argument_written_in_place_gets_the_writes_in_its_layout(fn):
+    compiled = fusejit.compile(fn)
     for _ in range(3):
-        a, b = fortran(6, 10), fortran(6, 10)
-        want_a = a.copy(order="K")
-        want = f(want_a, b)
-        got = compiled(a, b)
+        w, g = fortran(6, 10), fortran(6, 10)
+        want_w = w.copy(order="K")
+        want, got = fn(want_w, g), compiled(w, g)
         assert_same(want, got)
-        assert_same(want_a, a)
-        assert a.flags.f_contiguous
-    (entry,) = compiled.entry_for(a, b).paths
-    assert entry.orders == ((1, (1, 0)),)
+        assert_same(want_w, w)
+        assert w.flags.f_contiguous
+    (entry,) = compiled.entry_for(w, g).paths
+    assert entry.orders == ((0, (1, 0)), (1, (1, 0)))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_a_written_argument_s_kernel_stores_into_it_in_its_memory_order():
+    compiled = fusejit.compile(_decay)
+    w, g = fortran(6, 10), fortran(6, 10)
+    compiled(w, g)
+    (entry,) = compiled.entry_for(w, g).paths
+    assert entry.target_orders == ((1, 0),)
+    # one kernel whose result is the final w in its memory order, stored over w itself
+    assert compiled.ir(w, g).splitlines()[-1] == "  return %0"
+    assert "1 argument update(s) stored by their kernel" in str(compiled.explain(w, g))
 
 
 def test_returning_the_transposed_argument_is_a_view_of_it():
