@@ -179,6 +179,16 @@ register(OpDef("argmin", REDUCE, _argreduce(np.argmin), 1))
 # -- views: always NumPy views of their input; the runtime applies them to buffers ---------
 register(OpDef("reshape", VIEW, lambda x, shape: np.reshape(x, shape)))
 register(OpDef("permute", VIEW, lambda x, perm: np.transpose(x, perm)))
+
+
+def inverse_perm(perm) -> tuple[int, ...]:
+    """The permutation that undoes ``perm``: ``permute(permute(x, p), inverse_perm(p)) == x``."""
+    inverse = [0] * len(perm)
+    for k, axis in enumerate(perm):
+        inverse[axis] = k
+    return tuple(inverse)
+
+
 register(OpDef("broadcast", VIEW, lambda x, shape: np.broadcast_to(x, shape)))
 register(OpDef("expand_dims", VIEW, lambda x, axes: np.expand_dims(x, axes)))
 register(OpDef("squeeze", VIEW, lambda x, axes: np.squeeze(x, axes)))

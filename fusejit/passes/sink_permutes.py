@@ -84,7 +84,7 @@ def _joined_first(node: Node, producers) -> list[Node] | None:
 def _transposed_after(node: Node, perm, sources, attrs) -> list[Node]:
     """``node`` on the untransposed ``sources`` (with ``attrs`` changed), then its result
     transposed by ``perm``: the value ``node`` gave."""
-    inverse = _inverse(perm)
+    inverse = ops.inverse_perm(perm)
     inner = _like(node.out, tuple(node.out.type.shape[inverse[axis]]
                                   for axis in range(len(perm))))
     return [node.replace(inputs=sources, outputs=(inner,), attrs=dict(node.attr, **attrs)),
@@ -189,16 +189,10 @@ def _reduce_perm(node: Node, producers):
     return perm if perm is not None and _moves_last_axis(perm) else None
 
 
-def _inverse(perm) -> tuple[int, ...]:
-    inverse = [0] * len(perm)
-    for k, axis in enumerate(perm):
-        inverse[axis] = k
-    return tuple(inverse)
-
 
 def _sunk_elementwise(node: Node, perm, producers) -> list[Node]:
     """``node`` on the untransposed operands, then the transpose of its result (a view)."""
-    rank, inverse = len(perm), _inverse(perm)
+    rank, inverse = len(perm), ops.inverse_perm(perm)
     nodes, operands = [], []
     for value in node.inputs:
         if isinstance(value, Var) and value.type.shape:

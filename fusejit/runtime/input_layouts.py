@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, TensorType, Var
+from ..ir.ops import inverse_perm
 from ..tracer.layouts import stride_order
 
 __all__ = ["argument_orders", "in_memory_order", "stride_order", "target_orders"]
@@ -51,7 +52,7 @@ def in_memory_order(graph: Graph, orders: dict[int, tuple[int, ...]],
         shape = tuple(value.type.shape[axis] for axis in order)
         raw = Var(TensorType(shape, value.type.dtype), value.hint)
         inputs[position] = raw
-        nodes.append(Node("permute", (raw,), (value,), {"perm": _inverse(order)}))
+        nodes.append(Node("permute", (raw,), (value,), {"perm": inverse_perm(order)}))
     outputs, stored, tail = list(graph.outputs), set(), []
     for out, position in sorted(written.items()):
         final = graph.outputs[out]
@@ -74,8 +75,3 @@ def target_orders(trace, stored: frozenset[int], orders: dict[int, tuple[int, ..
                  else None for m in trace.mutations)
 
 
-def _inverse(order) -> tuple[int, ...]:
-    inverse = [0] * len(order)
-    for k, axis in enumerate(order):
-        inverse[axis] = k
-    return tuple(inverse)

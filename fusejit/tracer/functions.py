@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import EagerFallback
 from ..ir import Lit, Var
+from ..ir.ops import inverse_perm
 from . import layouts
 from .context import unwrap
 from .registry import (
@@ -358,12 +359,6 @@ def _scalar_into(value, dtype, casting):
     return scratch[()]
 
 
-def _inverse(order) -> tuple[int, ...]:
-    inverse = [0] * len(order)
-    for k, axis in enumerate(order):
-        inverse[axis] = k
-    return tuple(inverse)
-
 
 def _like(value_of):
     def record(rec, concrete, a, *args, **kwargs):
@@ -379,7 +374,7 @@ def _like(value_of):
             var = rec.emit("full", [], {"shape": stored, "dtype": dtype,
                                         "value": dtype.type(fill)})
         if order is not None:    # filled in memory order, then seen in a's: an F-ordered view
-            var = rec.emit("permute", [var], {"perm": _inverse(order)})
+            var = rec.emit("permute", [var], {"perm": inverse_perm(order)})
         if kwargs.get("order", "K") in ("K", "A"):   # laid out as ``a``, which it does not read
             layouts.link(rec, var, a)
         return wrap(rec, concrete, var)
