@@ -146,11 +146,11 @@ def _converted(a, dtype, order, copy):
             return NotImplemented
         a, copy = a.astype(dtype), None     # a new array: laid out anew below if need be
     if order in ("C", "F"):
-        return _laid_out(a, order, copy)
+        return laid_out(a, order, copy)
     return np.copy(a) if copy else a
 
 
-def _laid_out(a, order, copy):
+def laid_out(a, order, copy):
     """``a`` itself where NumPy's array is already ``order``-contiguous and no copy is
     asked for, else a copy laid out in ``order``. Which one rests on the layout of the traced
     call's arrays, which the path keeps (``layouts.note``); ``copy=False`` where a copy is

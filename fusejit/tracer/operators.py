@@ -213,8 +213,14 @@ def _reshape_method(self, *shape, order="C", copy=None, **by_name):
 
 def _astype_method(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     """``ndarray.astype``: a cast the ``casting`` rule refuses raises NumPy's TypeError (a
-    matter of dtypes alone); another ``order`` than ``"K"`` is left to NumPy (eagerly), since
-    its result's layout depends on the argument's."""
+    matter of dtypes alone). ``order="C"``/``"F"``: the cast laid out so, itself where it
+    already is (``conversions.laid_out``: the path keeps the layouts that rests on); ``"A"``
+    is left to NumPy (eagerly)."""
+    order = order.upper() if isinstance(order, str) else order
+    if order in ("C", "F") and isinstance(self.value, np.ndarray):
+        from .conversions import laid_out
+        cast = _astype_method(self, dtype, "K", casting, subok, copy)
+        return laid_out(cast, order, None)
     if order != "K":
         return Tracer.__getattr__(self, "astype")(dtype, order, casting, subok, copy)
     if not np.can_cast(self.dtype, np.dtype(dtype), casting):

@@ -137,8 +137,10 @@ def test_asarray_on_arguments_keeps_the_function_compiled():
 @pytest.mark.parametrize("convert", [lambda x: np.ascontiguousarray(x),   # looked up on np
                                      lambda x: np.asfortranarray(x),      # at the call
                                      lambda x: np.asarray(x, order="C"),
-                                     lambda x: np.array(x, order="F", copy=None)],
-                         ids=["ascontiguousarray", "asfortranarray", "asarray_C", "array_F"])
+                                     lambda x: np.array(x, order="F", copy=None),
+                                     lambda x: x.astype(x.dtype, order="C", copy=False)],
+                         ids=["ascontiguousarray", "asfortranarray", "asarray_C", "array_F",
+                              "astype_C"])
 def test_a_conversion_to_a_layout_copies_or_not_by_each_call_s_layout(convert):
     # Eagerly, y is x itself where x is laid out so already and a copy otherwise, so whether
     # `y += 1` reaches the caller's array depends on x's layout: each layout gets its path

@@ -156,8 +156,12 @@ def test_asarray_of_a_traced_array_is_the_array_itself(convert):
     (lambda x: np.asfortranarray(x), ["copy"]),             # order="F"
     (lambda x: np.asfortranarray(x.T), ["permute"]),
     (lambda x: np.asarray(x, order="C", dtype=np.float64), ["cast"]),
-    (lambda x: np.array(x, order="C"), ["copy"])],         # np.array copies
-    ids=["contiguous", "contiguous_T", "fortran", "fortran_T", "cast", "array"])
+    (lambda x: np.array(x, order="C"), ["copy"]),          # np.array copies
+    (lambda x: x.T.astype(np.float64, order="C"), ["permute", "cast", "copy"]),
+    (lambda x: x.astype(np.float32, order="F"), ["copy", "copy"]),   # astype copies, then F
+    (lambda x: x.astype(np.float32, order="C", copy=False), [])],
+    ids=["contiguous", "contiguous_T", "fortran", "fortran_T", "cast", "array", "astype_C",
+         "astype_F", "astype_no_copy"])
 def test_conversion_to_a_layout_is_the_array_or_a_copy_laid_out_so(convert, ops):
     tr = check(lambda x: convert(x) * 2, X)
     assert [n.op for n in tr.graph.nodes] == [*ops, "mul"] and tr.fallback is None
