@@ -180,6 +180,11 @@ register(OpDef("argmin", REDUCE, _argreduce(np.argmin), 1))
 register(OpDef("reshape", VIEW, lambda x, shape: np.reshape(x, shape)))
 register(OpDef("permute", VIEW, lambda x, perm: np.transpose(x, perm)))
 
+register(OpDef("broadcast", VIEW, lambda x, shape: np.broadcast_to(x, shape)))
+register(OpDef("expand_dims", VIEW, lambda x, axes: np.expand_dims(x, axes)))
+register(OpDef("squeeze", VIEW, lambda x, axes: np.squeeze(x, axes)))
+register(OpDef("getitem", VIEW, lambda x, key: np.asarray(x)[indexing.decode(key)]))
+
 
 def inverse_perm(perm) -> tuple[int, ...]:
     """The permutation that undoes ``perm``: ``permute(permute(x, p), inverse_perm(p)) == x``."""
@@ -187,12 +192,6 @@ def inverse_perm(perm) -> tuple[int, ...]:
     for k, axis in enumerate(perm):
         inverse[axis] = k
     return tuple(inverse)
-
-
-register(OpDef("broadcast", VIEW, lambda x, shape: np.broadcast_to(x, shape)))
-register(OpDef("expand_dims", VIEW, lambda x, axes: np.expand_dims(x, axes)))
-register(OpDef("squeeze", VIEW, lambda x, axes: np.squeeze(x, axes)))
-register(OpDef("getitem", VIEW, lambda x, key: np.asarray(x)[indexing.decode(key)]))
 
 
 # -- injective ops that copy: run through NumPy itself on the host ---------------------------

@@ -189,7 +189,6 @@ def _reduce_perm(node: Node, producers):
     return perm if perm is not None and _moves_last_axis(perm) else None
 
 
-
 def _sunk_elementwise(node: Node, perm, producers) -> list[Node]:
     """``node`` on the untransposed operands, then the transpose of its result (a view)."""
     rank, inverse = len(perm), ops.inverse_perm(perm)

@@ -399,7 +399,8 @@ class CompiledFunction:
                                   self._owner)
         tree.paths.append(CompiledEntry(recorded, program, pipeline, self._owner,
                                         orders=tuple(sorted((orders or {}).items())),
-                                        target_orders=targets))
+                                        target_orders=targets,
+                                        source=graph if orders else None))
         tree.fills = tree.fills or recorded.returns_containers
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
@@ -538,8 +539,12 @@ class _Static:
 
 
 def _unviewed(written: dict, recorded) -> dict:
-    """The arrays of ``written`` whose final value no result reads (not even through a view)."""
-    read = {leaf.index for leaf in recorded.out_leaves if leaf.kind not in ("arg", "const")}
+    """The arrays of ``written`` whose final value no result reads: ``written_inputs`` left
+    out results that are the value; views of a copy of it (``_take_copied_views``) read it too."""
+    read = set()
+    for leaf in recorded.out_leaves:
+        if leaf.kind == "view" and leaf.view == "copied":
+            read.update((leaf.index, leaf.const[0]))
     return {out: position for out, position in written.items() if out not in read}
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from .. import config
+from ..ir import Graph
 from ..logs import topic
 from ..tracer import Trace, flatten, layouts, pystate, unflatten
 from ..tracer.captures import ContainerChanged
@@ -47,6 +48,12 @@ class CompiledEntry:
     hits: int = 0
     orders: tuple = ()   # (input position, axis order): taken in memory order (input_layouts)
     target_orders: tuple = ()   # per mutation: the axis order its target is written in, or None
+    source: Graph | None = None  # the graph the passes ran on, where not the trace's
+
+    @property
+    def graph(self) -> Graph:
+        """The graph the passes ran on: the trace's, or it taking arguments in memory order."""
+        return self.source if self.source is not None else self.trace.graph
 
     def run(self, leaves):
         fast = self.fast_run

@@ -175,7 +175,8 @@ def _path_text(index, path) -> str:
     for position, order in path.orders:
         leaf = trace.arg_leaves[position]
         name = trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else f"argument {leaf}"
-        lines.append(f"    {name} taken in memory order, as {name}.transpose({order}) "
+        axes = ", ".join(map(str, order))
+        lines.append(f"    {name} taken in memory order, as {name}.transpose({axes}) "
                      "(laid out otherwise than C-ordered)")
     return "\n".join(lines)
 
@@ -275,7 +276,7 @@ def stage_text(tree, stage: str) -> str:
     if stage == "memory":
         return _memory_text(entry)
     if stage in DEFAULT_PIPELINE:
-        return print_graph(run_pipeline(entry.trace.graph, target=entry.pipeline.target,
+        return print_graph(run_pipeline(entry.graph, target=entry.pipeline.target,
                                         stop_after=stage).graph)
     raise ValueError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
 

@@ -21,8 +21,6 @@ from ..ir import Graph, Node, TensorType, Var
 from ..ir.ops import inverse_perm
 from ..tracer.layouts import stride_order
 
-__all__ = ["argument_orders", "in_memory_order", "stride_order", "target_orders"]
-
 
 def argument_orders(trace, leaves) -> dict[int, tuple[int, ...]]:
     """Input position -> ``stride_order`` of each array argument laid out otherwise than C's
@@ -73,5 +71,3 @@ def target_orders(trace, stored: frozenset[int], orders: dict[int, tuple[int, ..
     position = {leaf: p for p, leaf in enumerate(trace.arg_leaves)}
     return tuple(orders[position[m.index]] if m.target == "arg" and m.output in stored
                  else None for m in trace.mutations)
-
-

@@ -9,8 +9,8 @@ import weakref
 import numpy as np
 
 from ..ir.types import SUPPORTED_DTYPES
+from ..tracer.layouts import stride_order
 from .device import is_device_array
-from .input_layouts import stride_order
 
 _ARRAY, _GENERIC, _FLOAT, _STATIC, _BY_ID = "a", "g", "f", "s", "i"
 
@@ -47,8 +47,6 @@ def leaf_signature(leaf):
 def _array_signature(array: np.ndarray) -> tuple:
     """Shape and dtype, and the axis order of an array laid out otherwise than C's (its
     path compiles for that order: ``input_layouts``)."""
-    if array.flags.c_contiguous:
-        return (_ARRAY, array.shape, array.dtype)
     order = stride_order(array)
     if order is None:
         return (_ARRAY, array.shape, array.dtype)
@@ -140,7 +138,7 @@ def make_key(args, kwargs, target):
         for a in args:
             if type(a) is not np.ndarray:
                 break
-            order = None if a.flags.c_contiguous else stride_order(a)
+            order = None if a.flags.c_contiguous else stride_order(a)   # no call: hot path
             signature.append((a.shape, a.dtype) if order is None else (a.shape, a.dtype, order))
         else:
             if len(args) > 1 and _repeated(args):

@@ -359,14 +359,15 @@ def _scalar_into(value, dtype, casting):
     return scratch[()]
 
 
-
 def _like(value_of):
     def record(rec, concrete, a, *args, **kwargs):
         dtype, shape = concrete.dtype, concrete.shape
         if isinstance(a, Tracer):
             note_shape_seen(a, always=True)   # the result has a's shape but does not read it
         fill = value_of(args, kwargs)
-        order = layouts.stride_order(concrete)   # NumPy's is laid out as ``a`` (order="K")
+        # NumPy's is laid out as ``a`` (order="K"): a constant fill is made in memory order; an
+        # array fill broadcasts over the result's own axes
+        order = None if isinstance(fill, Tracer) else layouts.stride_order(concrete)
         stored = shape if order is None else tuple(shape[axis] for axis in order)
         if isinstance(fill, Tracer):
             var = rec.broadcast(rec.operand(fill, dtype), stored)

@@ -63,6 +63,29 @@ def test_fortran_arguments_give_numpys_values_and_layout(name):
     assert (compiled.cache_info()["traces"], compiled.cache_info()["eager_calls"]) == (1, 0)
 
 
+@pytest.mark.parametrize("fn", [lambda a, b: np.full_like(a, b[0]) * a,
+                                lambda a, b: np.full_like(a, b[:, :1]),
+                                lambda a, b: np.full_like(a.T, a[:, 0])],
+                         ids=["row", "column", "transposed"])
+def test_full_like_of_a_fortran_argument_broadcasts_an_array_fill_over_its_own_axes(fn):
+    # Found by review: the fill was broadcast over the memory-order axes, then transposed
+    compiled = fusejit.compile(fn)
+    a, b = fortran(6, 10), fortran(6, 10)
+    for _ in range(3):
+        assert_same(fn(a, b), compiled(a, b))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_ir_of_a_pass_shows_the_arguments_in_memory_order():
+    # Found by review: ir(stage=<pass>) ran the passes on the traced graph
+    compiled = fusejit.compile(lambda w, g: np.tanh(w - 0.1 * g).sum(0))
+    a, b = fortran(4, 6), fortran(4, 6)
+    compiled(a, b)
+    last = compiled.ir(a, b, stage="plan_memory")
+    assert last == compiled.ir(a, b, stage="optimized")
+    assert "w: f32[6,4]" in last
+
+
 @pytest.mark.parametrize("fn", [lambda a, b: a * b + 1.0, lambda a, b: np.exp(b) - a.sum(0)])
 def test_fortran_and_c_arguments_mixed(fn):
     compiled = fusejit.compile(fn)
@@ -87,7 +110,7 @@ def test_kernels_read_a_fortran_argument_in_memory_order():
     assert [line.split("=")[1].split()[0] for line in text.splitlines()
             if line.startswith("  %")] == ["fused", "permute"]
     explained = str(compiled.explain(a, b))
-    assert "a taken in memory order, as a.transpose((1, 0))" in explained
+    assert "a taken in memory order, as a.transpose(1, 0)" in explained
 
 
 def test_c_and_fortran_calls_trace_paths_of_their_own():
