@@ -10,8 +10,11 @@ Decisions (each pinned by a test in ``tests/tracer/test_guards.py``):
 - ``bool(t)`` guards at once: ``bool`` cannot be subclassed, and only branches call it.
 - ``float(t)`` must return an exact ``float`` (CPython converts a subclass returned by
   ``__float__``), so it guards, except when the caller's next bytecode instruction returns the
-  value or formats it in an f-string: a returned float becomes a ``pyfloat`` output (the guard is
-  dropped when that very object is in the result, else kept), a formatted one records nothing.
+  value or formats it in an f-string that is only shown: a returned float becomes a ``pyfloat``
+  output (the guard is dropped when that very object is in the result, else kept); a formatted
+  one records nothing when the f-string goes to ``print``, logging or a ``write``, is discarded
+  or returned (``_text_only_shown``), and is guarded when it is read as data (its text, a plain
+  ``str``, cannot be followed: ``float(f"{float(t)}")`` froze ``t``).
 - ``t.item()`` of a float array returns a :class:`TracedFloat` (``scalars.py``): a ``float``
   subclass holding a weak-f64 proxy of its value. Returning it, storing it in the result,
   formatting it (f-strings, ``%``, ``str``, ``print``, logging) records no guard (a returned
@@ -142,11 +145,65 @@ def _next_use() -> tuple[str, str]:
                 return "return", ""
             continue
         if names[:1] == ["FORMAT_VALUE"]:
-            return "format", ""
+            return ("format", "") if _text_only_shown(frame, after[0]) else ("other", "")
         if names == ["LOAD_CONST", "FORMAT_VALUE"] and isinstance(after[0].argval, str):
-            return "format", after[0].argval
+            return ("format", after[0].argval) if _text_only_shown(frame, after[1]) else \
+                ("other", "")
         return "other", ""
     return "other", ""
+
+
+# calls that only show text: print, logging, a stream's write
+SHOWN_BY = frozenset({"print", "debug", "info", "warning", "warn", "error", "critical",
+                      "exception", "log", "write"})
+
+
+def _text_only_shown(frame, field) -> bool:
+    """Whether the f-string that ``field`` (its FORMAT_VALUE) formats into is only shown:
+    printed or logged, discarded or returned (a returned text runs the signature eagerly).
+    Text read as data (``float(f"{float(t)}")``, ``s == "nan"``, stored for later) must not
+    freeze the value: the value is guarded then. Found by following the f-string over the
+    straight-line bytecode after ``field``: the instruction that consumes it decides."""
+    instructions = list(dis.get_instructions(frame.f_code))
+    at = next(i for i, ins in enumerate(instructions) if ins.offset == field.offset)
+    depth = 0   # items above the text on the stack
+    for index in range(at, len(instructions)):
+        ins = instructions[index]
+        effect = _pops_pushes(ins)
+        if effect is None:
+            return False
+        pops, pushes = effect
+        if index == at:
+            continue    # the field itself makes the text
+        if pops <= depth:
+            depth += pushes - pops
+            continue
+        if ins.opname in ("FORMAT_VALUE", "BUILD_STRING"):
+            depth = 0   # joined into a larger string: follow that one
+        elif ins.opname == "CALL":
+            return _callable_name(instructions, index) in SHOWN_BY
+        else:
+            return ins.opname in ("POP_TOP", "RETURN_VALUE")
+    return False
+
+
+def _pops_pushes(ins) -> tuple[int, int] | None:
+    """Stack items a 3.11 instruction takes and leaves, for those f-string fields use; None
+    for any other (a branch, a store: the text is not followed further)."""
+    name, arg = ins.opname, ins.arg or 0
+    if name in ("LOAD_CONST", "LOAD_FAST", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLOSURE",
+                "PUSH_NULL"):
+        return 0, 1
+    if name == "LOAD_GLOBAL":
+        return 0, 1 + (arg & 1)
+    fixed = {"LOAD_ATTR": (1, 1), "LOAD_METHOD": (1, 2), "PRECALL": (0, 0), "KW_NAMES": (0, 0),
+             "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "BINARY_SUBSCR": (2, 1),
+             "CONTAINS_OP": (2, 1), "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1),
+             "UNARY_NOT": (1, 1), "UNARY_INVERT": (1, 1), "POP_TOP": (1, 0),
+             "RETURN_VALUE": (1, 0), "CALL": (arg + 2, 1), "BUILD_STRING": (arg, 1),
+             "BUILD_TUPLE": (arg, 1), "BUILD_LIST": (arg, 1),
+             "FORMAT_VALUE": (2 if arg & 0x04 else 1, 1)}
+    return fixed.get(name)
 
 
 LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_METHOD", "LOAD_ATTR")
@@ -163,8 +220,11 @@ def _callee(frame) -> str | None:
     # f_lasti may point into the call's inline cache entries, which dis does not list
     at = next((i for i in range(len(instructions) - 1, -1, -1)
                if instructions[i].offset <= frame.f_lasti), None)
-    if at is None:
-        return None
+    return None if at is None else _callable_name(instructions, at)
+
+
+def _callable_name(instructions, at: int) -> str | None:
+    """The name of what the call at ``instructions[at]`` (its PRECALL or CALL) calls."""
     if instructions[at].opname == "CALL" and at and instructions[at - 1].opname == "PRECALL":
         at -= 1
     call = instructions[at]
