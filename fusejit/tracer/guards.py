@@ -162,16 +162,23 @@ def _text_only_shown(frame, field) -> bool:
     """Whether the f-string that ``field`` (its FORMAT_VALUE) formats into is only shown:
     printed or logged, discarded or returned (a returned text runs the signature eagerly).
     Text read as data (``float(f"{float(t)}")``, ``s == "nan"``, stored for later) must not
-    freeze the value: the value is guarded then. Found by following the f-string over the
-    straight-line bytecode after ``field``: the instruction that consumes it decides."""
+    freeze the value: the value is guarded then."""
+    return _text_use(frame, field)[1]
+
+
+def _text_use(frame, field) -> tuple[bool, bool]:
+    """(joined, shown): whether the text ``field`` (a FORMAT_VALUE) makes is joined into a
+    larger string, and whether the string it ends in is only shown (``_text_only_shown``).
+    Found by following it over the straight-line bytecode after ``field``: the instruction
+    that consumes it decides."""
     instructions = list(dis.get_instructions(frame.f_code))
     at = next(i for i, ins in enumerate(instructions) if ins.offset == field.offset)
-    depth = 0   # items above the text on the stack
+    depth, joined = 0, False   # items above the text on the stack
     for index in range(at, len(instructions)):
         ins = instructions[index]
         effect = _pops_pushes(ins)
         if effect is None:
-            return False
+            return joined, False
         pops, pushes = effect
         if index == at:
             continue    # the field itself makes the text
@@ -179,12 +186,28 @@ def _text_only_shown(frame, field) -> bool:
             depth += pushes - pops
             continue
         if ins.opname in ("FORMAT_VALUE", "BUILD_STRING"):
-            depth = 0   # joined into a larger string: follow that one
+            depth, joined = 0, True   # joined into a larger string: follow that one
         elif ins.opname == "CALL":
-            return _callable_name(instructions, index) in SHOWN_BY
+            return joined, _callable_name(instructions, index) in SHOWN_BY
         else:
-            return ins.opname in ("POP_TOP", "RETURN_VALUE")
-    return False
+            return joined, ins.opname in ("POP_TOP", "RETURN_VALUE")
+    return joined, False
+
+
+def joined_and_read() -> bool:
+    """Whether the f-string field the user's code is formatting now joins a larger string
+    that the body reads as data (``table[f"id {i}"]``): that string is a plain ``str``, whose
+    text would be frozen at trace time (``text.py``)."""
+    frames = user_frames(1)
+    if not frames:
+        return False
+    frame = frames[0]
+    field = next((ins for ins in dis.get_instructions(frame.f_code)
+                  if ins.offset == frame.f_lasti), None)
+    if field is None or field.opname != "FORMAT_VALUE":
+        return False
+    joined, shown = _text_use(frame, field)
+    return joined and not shown
 
 
 def _pops_pushes(ins) -> tuple[int, int] | None:

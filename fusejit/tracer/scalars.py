@@ -10,7 +10,14 @@ import operator
 import numpy as np
 
 from .context import active, surface
-from .guards import add_guard, complex_power, guard_divisor, guard_power, python_divmod
+from .guards import (
+    add_guard,
+    complex_power,
+    guard_divisor,
+    guard_power,
+    joined_and_read,
+    python_divmod,
+)
 from .proxy_kinds import HidesMissing, hidden_names
 from .text import TextSource, TracedText
 from .tracer import Tracer, remember_text
@@ -176,7 +183,10 @@ class TracedFloat(HidesMissing, float):
         if not self.live():
             return text
         remember_text(self.tracer.recorder, text)
-        return TracedText(text, TextSource.of(self.tracer, base))
+        traced = TracedText(text, TextSource.of(self.tracer, base))
+        if base[0] == "format" and joined_and_read():   # joined into a plain str: guard it
+            traced.whole()
+        return traced
 
     def __reduce__(self):
         return float, (self._guard(),)

@@ -7,10 +7,12 @@ conversion (:class:`TextRead`) makes the text again from the replayed value, app
 string operations and the same read, and compares the answer: a call only traces again when
 the answer differs (``str(loss) == "nan"`` holds for every finite loss). Text made from text
 (``s.strip()``, ``"id " + s``, ``f"{s:>8}"``, ``s[1:]``) keeps its origin, and ``float(s)`` and
-``int(s)`` are reads. Text joined into a larger string by an f-string with other parts, by ``%``
-or by ``str.join``, and text read by C code that takes the characters directly (``re``,
-``json``, ``bytes(s, ...)``, another string's methods: ``"3.0".startswith(s)``), is frozen at
-trace time.
+``int(s)`` are reads. Text joined into a larger string by an f-string with other parts is a
+plain ``str``: where the body reads that string as data (``table[f"id {i}"]``: anything but
+printing, logging, a ``write`` or returning it, as the bytecode after the field shows) the
+whole text is guarded (``guards.joined_and_read``). Text joined by ``%`` or ``str.join``, and
+text read by C code that takes the characters directly (``re``, ``json``, ``bytes(s, ...)``,
+another string's methods: ``"3.0".startswith(s)``), is frozen at trace time.
 """
 from __future__ import annotations
 

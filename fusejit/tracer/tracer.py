@@ -126,7 +126,10 @@ class Tracer:
         if isinstance(text, Raised):    # format(x, "d") of a float array: NumPy's own error
             return self._text_error(base)
         remember_text(self.__dict__.get("recorder"), text)
-        return TracedText(text, TextSource.of(self, base))
+        traced = TracedText(text, TextSource.of(self, base))
+        if base[0] == "format" and guards.joined_and_read():   # joined into a plain str: guard it
+            traced.whole()
+        return traced
 
     def _text_error(self, base):
         return format(self.value, base[1]) if base[0] == "format" else str(self.value)

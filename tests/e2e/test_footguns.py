@@ -729,10 +729,25 @@ def test_a_float_formatted_into_text_read_as_data_is_guarded(fn):
     assert compiled.cache_info()["traces"] == 3
 
 
+TABLE = {"id 0": 1.0, "id 1": 2.0, "id 2": 3.0}
+
+
+def test_text_joined_into_a_larger_f_string_read_as_data_is_guarded():
+    # Documented before as frozen at trace time: the joined string is a plain str, so
+    # TABLE[f"id {x.argmax()}"] answered with the traced call's entry on every replay
+    def lookup(x):
+        return x * TABLE[f"id {x.argmax()}"]
+
+    compiled = fusejit.compile(lookup)
+    for v in ([3.0, 1, 0], [0, 5.0, 1], [1, 0, 9.0], [2.0, 0, 1]):
+        assert_same(lookup(np.array(v)), compiled(np.array(v)))
+    assert compiled.cache_info()["traces"] == 3
+
+
 def test_a_float_formatted_only_for_print_or_logging_is_not_guarded(capsys):
     def shown(x, t):
-        print(f"lr {float(t)} and {float(t):.2f}")
-        logging.getLogger("fusejit.tests").debug(f"lr={float(t):.3f}")
+        print(f"lr {float(t)} and {float(t):.2f}, max {x.max()} at {x.argmax()}")
+        logging.getLogger("fusejit.tests").debug(f"lr={float(t):.3f} sum={x.sum():.2f}")
         return x * 2
 
     compiled = fusejit.compile(shown)
