@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..ir import Lit, Node, TensorType, Var, ops
 from .manager import PassResult, register_pass
 from .rewrite import rewrite, same_type
+from .sink_permutes import moves_last_axis
 
 # max/min/fmax/fmin pick an operand on ties, so on floats their order shows in the sign of 0.
 _ORDER_SENSITIVE_ON_FLOATS = frozenset({"max", "min", "fmax", "fmin"})
@@ -38,8 +39,7 @@ def _transposed(value, ctx, depth: int = 6) -> bool:
     if source is None or depth == 0:
         return False
     if source.op == "permute":
-        perm = source.attr["perm"]
-        return len(perm) >= 2 and perm[-1] != len(perm) - 1
+        return moves_last_axis(source.attr["perm"])
     opdef = ops.REGISTRY.get(source.op)
     return opdef is not None and opdef.kind == ops.ELEMENTWISE and any(
         isinstance(v, Var) and v.type.shape == value.type.shape and _transposed(v, ctx, depth - 1)

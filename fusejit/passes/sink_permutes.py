@@ -60,7 +60,7 @@ def _slices_first(graph: Graph) -> tuple[Graph, int]:
 
 def _sliced_first(node: Node, producers) -> list[Node] | None:
     perm, key = _perm_of(node.inputs[0], producers), node.attr.get("key")
-    if not (perm and _moves_last_axis(perm) and len(node.inputs) == 1
+    if not (perm and moves_last_axis(perm) and len(node.inputs) == 1
             and all(item[0] == "slice" for item in key) and len(key) <= len(perm)):
         return None
     full = ("slice", None, None, None)
@@ -75,7 +75,7 @@ def _joined_first(node: Node, producers) -> list[Node] | None:
     if len(perms) != 1:
         return None
     (perm,) = perms
-    if not (perm and _moves_last_axis(perm)):
+    if not (perm and moves_last_axis(perm)):
         return None
     sources = tuple(producers[v].inputs[0] for v in node.inputs)
     return _transposed_after(node, perm, sources, {"axis": perm[node.attr["axis"]]})
@@ -114,7 +114,8 @@ def _sink(graph: Graph) -> tuple[Graph, int]:
     return graph.replace(nodes=[n for i, n in enumerate(nodes) if i in live]), moved
 
 
-def _moves_last_axis(perm) -> bool:
+def moves_last_axis(perm) -> bool:
+    """A transpose that changes which axis is innermost: kernels would read it strided."""
     return len(perm) >= 2 and perm[-1] != len(perm) - 1
 
 
@@ -124,7 +125,7 @@ def _layouts(graph: Graph) -> dict:
     transpose each one is in."""
     layout = {}
     for node in graph.nodes:
-        if node.op == "permute" and _moves_last_axis(node.attr["perm"]):
+        if node.op == "permute" and moves_last_axis(node.attr["perm"]):
             layout[node.out] = tuple(node.attr["perm"])
         elif _is_elementwise(node):
             full = [layout.get(v) for v in node.inputs
@@ -186,7 +187,7 @@ def _reduce_perm(node: Node, producers):
     if not _reduces_any_order(node):
         return None
     perm = _perm_of(node.inputs[0], producers)
-    return perm if perm is not None and _moves_last_axis(perm) else None
+    return perm if perm is not None and moves_last_axis(perm) else None
 
 
 def _sunk_elementwise(node: Node, perm, producers) -> list[Node]:

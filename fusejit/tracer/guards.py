@@ -219,14 +219,18 @@ def _pops_pushes(ins) -> tuple[int, int] | None:
         return 0, 1
     if name == "LOAD_GLOBAL":
         return 0, 1 + (arg & 1)
-    fixed = {"LOAD_ATTR": (1, 1), "LOAD_METHOD": (1, 2), "PRECALL": (0, 0), "KW_NAMES": (0, 0),
-             "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "BINARY_SUBSCR": (2, 1),
-             "CONTAINS_OP": (2, 1), "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1),
-             "UNARY_NOT": (1, 1), "UNARY_INVERT": (1, 1), "POP_TOP": (1, 0),
-             "RETURN_VALUE": (1, 0), "CALL": (arg + 2, 1), "BUILD_STRING": (arg, 1),
-             "BUILD_TUPLE": (arg, 1), "BUILD_LIST": (arg, 1),
-             "FORMAT_VALUE": (2 if arg & 0x04 else 1, 1)}
-    return fixed.get(name)
+    if name in ("CALL", "BUILD_STRING", "BUILD_TUPLE", "BUILD_LIST"):
+        return arg + 2 * (name == "CALL"), 1   # a call also takes its callable and NULL/self
+    if name == "FORMAT_VALUE":
+        return 2 if arg & 0x04 else 1, 1        # the value, and a format spec if it has one
+    return _FIXED_EFFECTS.get(name)
+
+
+_FIXED_EFFECTS = {
+    "LOAD_ATTR": (1, 1), "LOAD_METHOD": (1, 2), "PRECALL": (0, 0), "KW_NAMES": (0, 0),
+    "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "BINARY_SUBSCR": (2, 1), "CONTAINS_OP": (2, 1),
+    "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_NOT": (1, 1), "UNARY_INVERT": (1, 1),
+    "POP_TOP": (1, 0), "RETURN_VALUE": (1, 0)}
 
 
 LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_METHOD", "LOAD_ATTR")
