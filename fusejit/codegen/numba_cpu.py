@@ -169,7 +169,7 @@ COSTLY_OPS = frozenset({
     "floordiv", "mod"})
 SCRATCH_BLOCK = 8   # rows per scratch allocation in the row loop
 CHUNKS = 16         # parallel chunks of dim 0 in a reduction over every dim (``chunked``)
-COLUMN_CHUNK = 256  # columns per parallel iteration of a column reduction (16 zmm of float32)
+COLUMN_CHUNK = 256  # fewest columns per tile of a column reduction split by columns
 
 
 class _Emitter:
@@ -402,35 +402,82 @@ class _Emitter:
 
     def column_lines(self) -> list[str]:
         """A ``columns`` reduction: accumulator arrays along the last axis, filled by a loop
-        over the reduced dims with the last axis innermost, then finished column by column.
-        With no kept dim outside it to run in parallel, the columns are split into chunks of
-        ``COLUMN_CHUNK``, the parallel loop: each thread reduces its own columns. A float32
-        sum adds each block of ``SUM_BLOCK`` rows in float32 (SIMD across columns, one
-        rounding per add, as NumPy's own column sum adds every row) and the blocks in
-        float64."""
+        over the reduced dims with the last axis innermost (rows read contiguously, SIMD
+        across columns), then finished column by column. A float32 sum adds each block of
+        ``SUM_BLOCK`` rows in float32 (one rounding per add, as NumPy's own column sum adds
+        every row) and the blocks in float64. With kept dims outside it (the parallel loop)
+        one such nest runs per outer index; without, the space is split into tiles
+        (``_column_tiles``)."""
         plan, last = self.plan, self.plan.rank - 1
         stores = self.inner_outputs(0)
         nodes = self._closure({r.inputs[0] for r in plan.reduces}
                               | {self.body.outputs[k] for k in stores})
         rows, element = self.element_lines(nodes, stores)  # names the loaded inputs first
+        if not plan.outer_kept_dims:
+            return self._column_tiles(rows, element)
         lines, init, finish, blocks = self._column_accumulators(element)
-        chunked = not plan.outer_kept_dims
-        # Unsigned bounds, as in the blocked loop: LLVM then sees unit stride.
-        bounds = {last: f"np.uint64(c{last} * {COLUMN_CHUNK}), "
-                        f"np.uint64(min(n{last}, c{last} * {COLUMN_CHUNK} + {COLUMN_CHUNK}))"
-                  } if chunked else None
-        body = self.nest([last], init, first=False, bounds=bounds)
+        body = self.nest([last], init, first=False)
         if blocks[0]:
-            body += self._row_blocks(element, rows, blocks, bounds)
+            body += self._row_blocks(element, rows, blocks, None)
         else:
             body += self.nest([*plan.reduced_dims, last], element, first=False,
+                              before_inner=rows)
+        return lines + body + self.nest([last], finish + self.outer_lines(1), first=False)
+
+    def _column_tiles(self, rows, element) -> list[str]:
+        """The parallel loop of a column reduction with no kept dim outside it: tiles of
+        row chunks (of the first reduced dim, at least ``SUM_BLOCK`` rows each) by column
+        chunks, ``CHUNKS`` or fewer. Each row chunk accumulates into its own row of partial
+        arrays; after the loop, each column combines its chunks' partials in order and
+        finishes. A tall array splits into row chunks only, each thread streaming through
+        whole rows (a chunk of 256 columns down all 4096 rows read 1 KiB per row: a column
+        sum over 4096x1024 float32 took 0.59 ms, against 0.37 in row chunks); a short wide
+        one into column chunks."""
+        plan, last, first = self.plan, self.plan.rank - 1, self.plan.reduced_dims[0]
+        block = reductions.SUM_BLOCK
+        lines = [f"{INDENT}nrc = max(1, min({CHUNKS}, n{first} // {block}))",
+                 f"{INDENT}ncc = max(1, min((n{last} + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}, "
+                 f"{CHUNKS} // nrc))",
+                 f"{INDENT}wcc = max(16, ((n{last} + ncc - 1) // ncc + 15) // 16 * 16)",
+                 f"{INDENT}ncc = (n{last} + wcc - 1) // wcc"]
+        allocations, views, init, combine, blocks = self._column_partials(element)
+        bounds = {last: f"np.uint64(c{last} * wcc), "
+                        f"np.uint64(min(n{last}, c{last} * wcc + wcc))",
+                  first: "rlo, rhi"}
+        tile = [f"{INDENT}r{first} = t{first} // ncc",
+                f"{INDENT}c{last} = t{first} - r{first} * ncc",
+                f"{INDENT}rlo = r{first} * n{first} // nrc",
+                f"{INDENT}rhi = (r{first} + 1) * n{first} // nrc", *views]
+        tile += self.nest([last], init, first=False, bounds=bounds)
+        if blocks[0]:
+            tile += self._row_blocks(element, rows, blocks, bounds)
+        else:
+            tile += self.nest([*plan.reduced_dims, last], element, first=False,
                               before_inner=rows, bounds=bounds)
-        body += self.nest([last], finish + self.outer_lines(1), first=False, bounds=bounds)
-        if not chunked:
-            return lines + body
-        chunks = f"(n{last} + {COLUMN_CHUNK - 1}) // {COLUMN_CHUNK}"
-        return lines + [f"{INDENT}for c{last} in $RANGE0({chunks}):"] + [
-            INDENT + line for line in body]
+        lines += allocations + [f"{INDENT}for t{first} in $RANGE0(nrc * ncc):"]
+        lines += [INDENT + line for line in tile]
+        return lines + self.nest([last], combine + self.outer_lines(1), first=False)
+
+    def _column_partials(self, element: list[str]):
+        """(allocations, per-tile views, init, combine, (block init, block finish)) lines of
+        a tiled column reduction: partial accumulators by row chunk (``p_acc0[r0]``, seen in a
+        tile as ``acc0``), combined per column after the parallel loop."""
+        first, last = self.plan.reduced_dims[0], f"i{self.plan.rank - 1}"
+        allocations, views, combine = [], [], []
+        lines, init, _, blocks = self._column_accumulators(element)
+        for line in lines:  # acc0 = np.empty(nL, dtype) -> p_acc0 = np.empty((nrc, nL), dtype)
+            name, _, call = line.strip().partition(" = np.empty(")
+            size, _, dtype = call.partition(", ")
+            allocations.append(f"{INDENT}p_{name} = np.empty((nrc, {size}), {dtype}")
+            views.append(f"{INDENT}{name} = crow(p_{name}, (r{first},))")
+        for r in self.plan.reduces:
+            acc, one = self.acc_names[r], f"{self.acc_names[r]}_one"
+            combine += [INDENT + line for line in reductions.init_lines(r, one)]
+            combine.append(f"{INDENT}for r{first} in range(nrc):")
+            combine += [INDENT * 2 + line for line in reductions.update_lines(
+                r, f"p_{acc}[r{first}, {last}]", one)]
+            combine.append(f"{INDENT}{self.names[r.out]} = {reductions.final_expr(r, one)}")
+        return allocations, views, init, combine, blocks
 
     def _column_accumulators(self, element: list[str]):
         """(allocations, init, finish, (block init, block finish)) lines of a column
@@ -462,20 +509,23 @@ class _Emitter:
         return lines, init, finish, (block_init, block_finish)
 
     def _row_blocks(self, element, rows, blocks, bounds) -> list[str]:
-        """The reduced loops with the first reduced dim in blocks of ``SUM_BLOCK`` rows, the
-        float32 block sums started before and added in after each block."""
+        """The reduced loops with the first reduced dim in blocks of ``SUM_BLOCK`` rows (of
+        its span in ``bounds``, if there), the float32 block sums started before and added
+        in after each block."""
         plan, last = self.plan, self.plan.rank - 1
         first, block = plan.reduced_dims[0], reductions.SUM_BLOCK
-        lines = [f"{INDENT}for j{first} in range(0, n{first}, {block}):"]
+        start, stop = (bounds or {}).get(first, f"0, n{first}").split(", ")
+        inner_bounds = {d: span for d, span in (bounds or {}).items() if d != first}
+        lines = [f"{INDENT}for j{first} in range({start}, {stop}, {block}):"]
         lines += [INDENT + line for line in self.nest([last], blocks[0], first=False,
-                                                      bounds=bounds)]
+                                                      bounds=inner_bounds)]
         lines.append(f"{INDENT * 2}for i{first} in range(j{first}, "
-                     f"min(n{first}, j{first} + {block})):")
+                     f"min({stop}, j{first} + {block})):")
         lines += [INDENT * 2 + line for line in self.nest(
             [*plan.reduced_dims[1:], last], element, first=False, before_inner=rows,
-            bounds=bounds)]
+            bounds=inner_bounds)]
         return lines + [INDENT + line for line in self.nest([last], blocks[1], first=False,
-                                                            bounds=bounds)]
+                                                            bounds=inner_bounds)]
 
     def _pass_reduces(self, number: int) -> list[Node]:
         """The reductions pass ``number`` accumulates (those whose input has that depth)."""

@@ -195,7 +195,7 @@ def test_any_all_over_long_rows(op, length):
                                        ("any", np.bool_), ("reduce_min", np.int32)])
 @pytest.mark.parametrize("columns", [1, 255, 256, 600])
 def test_column_reductions_in_chunks_of_columns(op, dtype, columns):
-    # A reduction over axis 0 of a matrix runs its columns in chunks of 256, in parallel.
+    # A reduction over axis 0 of a short matrix runs its columns in chunks, in parallel.
     rng = np.random.default_rng(columns)
     if dtype == np.bool_:
         x = rng.random((9, columns)) < 0.1
@@ -211,6 +211,42 @@ def test_column_reductions_in_chunks_of_columns(op, dtype, columns):
     for operand in (x, np.repeat(x, 2, axis=1)[:, ::2]):      # row and strided variants
         got = kernel(operand, parallel=True)[0]
         np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+
+
+COLUMN_TILE_CASES = [("sum", np.float32), ("sum", np.float64), ("sum", np.int64),
+                     ("prod", np.float64), ("reduce_max", np.float32),
+                     ("reduce_min", np.int32), ("any", np.bool_), ("all", np.bool_)]
+
+
+@pytest.mark.parametrize("op, dtype", COLUMN_TILE_CASES, ids=str)
+@pytest.mark.parametrize("shape, axes", [((513, 3), (0,)), ((4100, 70), (0,)),
+                                         ((600, 3, 40), (0, 1)), ((300, 5000), (0,))],
+                         ids=str)
+def test_column_reductions_split_rows_into_chunks_combined_in_order(op, dtype, shape, axes):
+    # A tall array's column reduction splits its rows into chunks (a wide one its columns),
+    # each accumulating its own partials, combined per column after the parallel loop: every
+    # op, a NaN in one chunk, rows not a multiple of the chunks, serial and parallel alike.
+    rng = np.random.default_rng(shape[0])
+    values = rng.standard_normal(shape)
+    if dtype == np.bool_:
+        x = values > (1.5 if op == "any" else -2.5)
+    elif op == "prod":
+        x = (1 + values * 1e-3).astype(dtype)
+    elif op == "sum" and dtype != np.int64:
+        x = (np.abs(values) + 0.5).astype(dtype)     # no cancellation in float sums
+    else:
+        x = (values * 9).astype(dtype)
+    if dtype in (np.float32, np.float64) and op != "prod":
+        x[shape[0] * 3 // 4, ..., 1] = np.nan    # in the last chunk but one
+    node = reduce_node(op, dtype, axes, False, shape=shape)
+    kernel = build_kernel(node)
+    assert kernel.plan.columns and "numba.prange(nrc * ncc)" in kernel.source
+    (want,) = reference(node, x)
+    for parallel in (False, True):
+        (got,) = kernel(x, parallel=parallel)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-13,
+                                   equal_nan=True)
 
 
 @pytest.mark.parametrize("rows", [1, 255, 256, 257, 1000])
