@@ -31,6 +31,9 @@ def assert_leaf_same(want, got, tolerance=None) -> None:
         return
     want_arr, got_arr = np.asarray(want), np.asarray(got)
     assert got_arr.shape == want_arr.shape, f"shape {got_arr.shape} != {want_arr.shape}"
+    if isinstance(want, np.ndarray):   # a result NumPy wrote in full is no read-only view
+        assert got.flags.writeable == want.flags.writeable, \
+            f"writeable {got.flags.writeable} != {want.flags.writeable}"
     assert got_arr.dtype == want_arr.dtype, f"dtype {got_arr.dtype} != {want_arr.dtype}"
     if want_arr.dtype.kind not in "fc":
         np.testing.assert_array_equal(got_arr, want_arr)

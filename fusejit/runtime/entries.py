@@ -334,7 +334,7 @@ def _output_expression(leaf, position: int, names: dict) -> str:
         return f"leaves[{leaf.index}]"
     if leaf.kind == "const":
         names[f"const{position}"] = leaf.const
-        copy = ".copy()" if isinstance(leaf.const, np.ndarray) else ""
+        copy = ".copy(order=\"K\")" if isinstance(leaf.const, np.ndarray) else ""
         return f"const{position}{copy}"
     value = f"values[{leaf.index}]"
     if leaf.pyfloat:
@@ -390,7 +390,7 @@ def _output(leaf, values, leaves, captured):
             return None
         return apply_views(leaves[leaf.index] if leaf.view == "arg" else captured[leaf.index],
                            leaf.views)
-    return leaf.const.copy() if isinstance(leaf.const, np.ndarray) else leaf.const
+    return leaf.const.copy(order="K") if isinstance(leaf.const, np.ndarray) else leaf.const
 
 
 def _take_copied_views(out_leaves, values, results: list) -> None:

@@ -15,7 +15,9 @@ import numpy as np
 
 from ..ir import Lit, Node, TensorType, Var
 from ..ir.interpret import run_node
+from ..ir.ops import inverse_perm
 from .context import CaptureRecord
+from .layouts import stride_order
 
 # views of a fill that stay nodes, as the fill does (``np.ones_like`` of an F-ordered array is
 # a fill in memory order, transposed)
@@ -37,13 +39,15 @@ def fold_constants(recorder, outputs: list) -> None:
             if not all(var in constant for var in node.outputs) for v in node.inputs}
     read.update(outputs)
     values = {c.var: c.source[1] for c in recorder.captures if c.source[0] == "const"}
-    returned = set(outputs)
+    returned, replaced = set(outputs), {}
     for index in folded:
         node = recorder.nodes[index]
         if node.outputs[0] in read:
             value = _value(node.outputs[0], producers, values)
-            op = "copy" if node.outputs[0] in returned else "reshape"
-            recorder.nodes[index] = _from_constant(recorder, node, value, op)
+            replaced[index] = _from_constant(recorder, node, value, node.outputs[0] in returned)
+    if replaced:
+        recorder.nodes[:] = [new for index, node in enumerate(recorder.nodes)
+                             for new in replaced.get(index, (node,))]
 
 
 def _value(var, producers, values):
@@ -57,15 +61,24 @@ def _value(var, producers, values):
     return values[var]
 
 
-def _from_constant(recorder, node, value, op: str) -> Node:
+def _from_constant(recorder, node, value, returned: bool) -> tuple[Node, ...]:
     """``node`` replaced by a read of a new constant input: a ``reshape`` to its own shape,
     or a ``copy`` where it is an output (the caller gets a new array every call, as
-    eagerly)."""
+    eagerly). A value laid out otherwise than C's (``np.ones((3, 4)).T * 2``) is held in its
+    memory order and transposed back by a ``permute`` before that copy, so that the copy
+    comes out laid out as NumPy's."""
     out = node.outputs[0]
-    value = np.array(value, dtype=out.type.dtype, copy=True)
-    var = Var(TensorType(out.type.shape, out.type.dtype), "const")
+    value = np.asarray(value, dtype=out.type.dtype)
+    order = stride_order(value)
+    held = value if order is None else value.transpose(order)
+    held = np.array(held, copy=True, order="C")
+    var = Var(TensorType(held.shape, out.type.dtype), "const")
     where = node.loc.short().split(" ")[0] if node.loc else "<unknown>"
     recorder.register_capture(CaptureRecord(f"constant computed at {where}", var,
-                                            ("const", value), (), value))
-    attrs = {"shape": out.type.shape} if op == "reshape" else {}
-    return Node(op, [var], [out], attrs, node.loc)
+                                            ("const", held), (), held))
+    if order is None:
+        attrs = {} if returned else {"shape": out.type.shape}
+        return (Node("copy" if returned else "reshape", [var], [out], attrs, node.loc),)
+    seen = Var(out.type) if returned else out
+    nodes = (Node("permute", [var], [seen], {"perm": inverse_perm(order)}, node.loc),)
+    return nodes + (Node("copy", [seen], [out], {}, node.loc),) if returned else nodes

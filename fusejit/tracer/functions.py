@@ -365,16 +365,20 @@ def _like(value_of):
         if isinstance(a, Tracer):
             note_shape_seen(a, always=True)   # the result has a's shape but does not read it
         fill = value_of(args, kwargs)
-        # NumPy's is laid out as ``a`` (order="K"): a constant fill is made in memory order; an
-        # array fill broadcasts over the result's own axes
-        order = None if isinstance(fill, Tracer) else layouts.stride_order(concrete)
+        # NumPy's is laid out as ``a`` (order="K"): made in memory order, then seen in a's
+        # axes (an F-ordered view); an array fill broadcasts over the result's own axes first
+        order = layouts.stride_order(concrete)
         stored = shape if order is None else tuple(shape[axis] for axis in order)
-        if isinstance(fill, Tracer):
-            var = rec.broadcast(rec.operand(fill, dtype), stored)
+        if isinstance(fill, Tracer) or (isinstance(fill, (list, tuple, np.ndarray))
+                                        and np.ndim(fill) != 0):
+            var = rec.broadcast(rec.operand(fill, dtype), shape)
+            if order is not None:
+                var = rec.emit("permute", [var], {"perm": tuple(order)})
+            var = rec.emit("copy", [var], {"order": "C"})   # a new array, not a view of fill
         else:
             var = rec.emit("full", [], {"shape": stored, "dtype": dtype,
                                         "value": dtype.type(fill)})
-        if order is not None:    # filled in memory order, then seen in a's: an F-ordered view
+        if order is not None:
             var = rec.emit("permute", [var], {"perm": inverse_perm(order)})
         if kwargs.get("order", "K") in ("K", "A"):   # laid out as ``a``, which it does not read
             layouts.link(rec, var, a)

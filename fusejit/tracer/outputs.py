@@ -132,6 +132,19 @@ def _value_output(recorder, var, outputs) -> int:
     return len(outputs) - 1
 
 
+BROADCAST_VIEWS = ("permute", "reshape", "expand_dims", "squeeze")
+
+
+def _broadcast(recorder, var) -> bool:
+    """Whether ``var`` is a broadcast (or a view of one), which the program hands out as a
+    read-only view with zero strides, where NumPy's array was written in full."""
+    producer = {out: node for node in recorder.nodes for out in node.outputs}
+    node = producer.get(var)
+    while node is not None and node.op in BROADCAST_VIEWS:
+        node = producer.get(node.inputs[0])
+    return node is not None and node.op == "broadcast"
+
+
 def _returned_floats(recorder) -> dict:
     """id(float object) -> its guard record, for ``return float(t)``."""
     return {id(g.returned): g for g in recorder.guards if g.returned is not None}
@@ -190,8 +203,10 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
         if chain is not None:  # ``x[0] += y; return x[1:]``: a view of the user's x, as eager
             target, index, views = chain
             return OutputLeaf("view", index, view=target, views=views)
-        index = _value_output(recorder, leaf.ir_var, outputs)
-        value = leaf.value
+        value, var = leaf.value, leaf.ir_var
+        if type(value) is np.ndarray and value.flags.writeable and _broadcast(recorder, var):
+            var = recorder.emit("copy", [var])   # ``np.add(s, 1, out=v); return v``: an array
+        index = _value_output(recorder, var, outputs)
         return OutputLeaf("value", index, scalar=isinstance(value, np.generic),
                           pyfloat=type(value) is float, pyint=type(value) is int,
                           pybool=type(value) is bool)
@@ -204,7 +219,7 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
             if entry[1] is not record.var:  # a constant written by traced ops
                 outputs.append(entry[1])
                 return OutputLeaf("value", len(outputs) - 1)
-        return OutputLeaf("const", const=leaf.copy())
+        return OutputLeaf("const", const=leaf.copy(order="K"))
     returned_objects.check(recorder, leaf)
     return OutputLeaf("const", const=leaf)
 

@@ -65,14 +65,21 @@ def test_fortran_arguments_give_numpys_values_and_layout(name):
 
 @pytest.mark.parametrize("fn", [lambda a, b: np.full_like(a, b[0]) * a,
                                 lambda a, b: np.full_like(a, b[:, :1]),
-                                lambda a, b: np.full_like(a.T, a[:, 0])],
-                         ids=["row", "column", "transposed"])
+                                lambda a, b: np.full_like(a.T, a[:, 0]),
+                                lambda a, b: np.full_like(a, [[1.0]] * 6),
+                                lambda a, b: np.full_like(a, np.arange(10), dtype=np.int64),
+                                lambda a, b: np.full_like(a, (2.5,) * 10) - b],
+                         ids=["row", "column", "transposed", "list", "array", "tuple"])
 def test_full_like_of_a_fortran_argument_broadcasts_an_array_fill_over_its_own_axes(fn):
-    # Found by review: the fill was broadcast over the memory-order axes, then transposed
+    # Found by review: the fill was broadcast over the memory-order axes, then transposed;
+    # a fill that is a list or array failed to compile (the signature ran eagerly), and a
+    # traced fill came back C-ordered where NumPy's is laid out as ``a``
     compiled = fusejit.compile(fn)
     a, b = fortran(6, 10), fortran(6, 10)
     for _ in range(3):
-        assert_same(fn(a, b), compiled(a, b))
+        want, got = fn(a, b), compiled(a, b)
+        assert_same(want, got)
+        assert got.strides == want.strides
     assert compiled.cache_info()["eager_calls"] == 0
 
 

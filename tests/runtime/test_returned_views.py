@@ -337,3 +337,31 @@ def test_results_are_writeable_where_numpys_are(body, first_read_only):
         for w, g in zip(want, got, strict=True):
             assert g.flags.writeable == w.flags.writeable
             assert np.shares_memory(g, got_x) == np.shares_memory(w, want_x)
+
+
+def _filled_like(x, y):
+    return np.full_like(x, x[0]), np.full_like(x, y[:, :1]) + 0
+
+
+def _written_by_a_ufunc(x, y):
+    total = np.empty(3)
+    np.add(x.sum(), 1.0, out=total)          # a scalar broadcast into the whole array
+    return total, np.broadcast_to(y[0], (2, 3))
+
+
+def _made_of_constants(x, y):
+    return np.ones((3, 4)).T * 2, x.T + 0
+
+
+@pytest.mark.parametrize("body", [_filled_like, _written_by_a_ufunc, _made_of_constants])
+def test_arrays_numpy_wrote_in_full_come_back_as_new_arrays_laid_out_as_numpys(body):
+    # Found: a result the trace holds as a broadcast came back as a read-only view with
+    # zero strides on replay (``np.full_like(x, x[0])`` a view of x), and a result folded
+    # into a constant, or returned as one, came back C-ordered where NumPy's is F-ordered
+    compiled = fusejit.compile(body)
+    for k in range(3):
+        x, y = np.arange(6.0).reshape(2, 3) + k, np.arange(6.0).reshape(2, 3) - k
+        want, got = body(x, y), compiled(x, y)
+        assert_same(want, got)    # writeable where NumPy's is
+        for a, b in zip(want, got, strict=True):
+            assert b.strides == a.strides and np.shares_memory(b, x) == np.shares_memory(a, x)
