@@ -31,7 +31,7 @@ from .entries import (
     EagerEntry,
     TraceTree,
 )
-from .input_layouts import argument_orders, in_memory_order, target_orders
+from .input_layouts import argument_orders, capture_orders, in_memory_order, target_orders
 from .key import (
     UntraceableInput,
     by_identity,
@@ -298,7 +298,8 @@ class CompiledFunction:
                             self.__qualname__, len(recorded.graph.nodes),
                             time.perf_counter() - started, len(tree.paths) + 1)
             traced_leaves = flatten((host_args, host_kwargs))[0]
-            orders = argument_orders(recorded, traced_leaves) \
+            orders = {**argument_orders(recorded, traced_leaves),
+                      **capture_orders(recorded, traced_leaves)} \
                 if self.target == "cpu" and not on_device else {}
             try:
                 self._add_path(tree, recorded, on_copies, traced_leaves, orders)

@@ -69,8 +69,10 @@ class CompiledEntry:
                 raise GuardFailed(f"{read.label} no longer holds None")
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
+        arguments = len(inputs)
         for position, order in self.orders:
-            inputs[position] = inputs[position].transpose(order)
+            if position < arguments:
+                inputs[position] = inputs[position].transpose(order)
         try:
             for check in trace.containers:
                 check.verify(leaves)
@@ -104,7 +106,8 @@ class CompiledEntry:
             check_writeable(targets)
         journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
         with journal:   # writes into the caller's arrays are undone if the replay fails
-            values = self.program.run(inputs + list(captured) if captured else inputs)
+            values = self.program.run(inputs + self._in_order(captured, arguments)
+                                      if captured else inputs)
             if trace.mutations:
                 write_all(self.program, [(target, m.output) for target, m in
                                          zip(targets, trace.mutations, strict=True)], values)
@@ -117,6 +120,15 @@ class CompiledEntry:
         if self.copied_views:
             _take_copied_views(trace.out_leaves, values, results)
         return unflatten(trace.out_treedef, results)
+
+    def _in_order(self, captured, arguments: int) -> list:
+        """The captured arrays as the program takes them: those of ``orders`` transposed into
+        their memory order (``input_layouts.capture_orders``)."""
+        captured = list(captured)
+        for position, order in self.orders:
+            if position >= arguments:
+                captured[position - arguments] = captured[position - arguments].transpose(order)
+        return captured
 
     @functools.cached_property
     def fast_run(self):

@@ -173,6 +173,12 @@ def _path_text(index, path) -> str:
         lines.append(f"    {name} {strides}, as traced (a reshape was a view or a copy by "
                      f"its layout)")
     for position, order in path.orders:
+        if position >= len(trace.arg_leaves):
+            name = trace.captures[position - len(trace.arg_leaves)].description
+            axes = ", ".join(map(str, order))
+            lines.append(f"    {name} taken in memory order, as .transpose({axes}) "
+                         "(laid out otherwise than C-ordered)")
+            continue
         leaf = trace.arg_leaves[position]
         name = trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else f"argument {leaf}"
         axes = ", ".join(map(str, order))

@@ -11,7 +11,10 @@ it, ``x.transpose(order)`` (C-ordered), transposed back by a permute node; the p
 that transpose below the elementwise work and reductions (``passes/sink_permutes.py``), so
 kernels walk memory in order and results come out laid out as NumPy's. An argument the body
 writes into gets its final value in its memory order too, written into the transposed
-argument (or stored there by the kernel that computes it).
+argument (or stored there by the kernel that computes it). A captured array (a global, a
+closure's) laid out so when traced is taken the same way, unless the body writes into it;
+its layout is not part of the key (kernels read any strides: another layout later is only
+slower).
 """
 from __future__ import annotations
 
@@ -32,6 +35,24 @@ def argument_orders(trace, leaves) -> dict[int, tuple[int, ...]]:
             order = stride_order(leaf)
             if order is not None:
                 orders[position] = order
+    return orders
+
+
+def capture_orders(trace, leaves) -> dict[int, tuple[int, ...]]:
+    """Input position -> ``stride_order`` of each captured array laid out otherwise than C's
+    when traced (``leaves``: the traced call's) that the body does not write into."""
+    written = {m.index for m in trace.mutations if m.target == "capture"}
+    first, orders = len(trace.arg_leaves), {}
+    for k, capture in enumerate(trace.captures):
+        if k in written or capture.source[0] == "const":
+            continue
+        try:
+            array = capture.resolve(leaves)
+        except Exception:  # noqa: BLE001 -- gone since: taken as it comes
+            continue
+        order = stride_order(array) if type(array) is np.ndarray else None
+        if order is not None:
+            orders[first + k] = order
     return orders
 
 
