@@ -334,11 +334,12 @@ _scale_exp_f64 = _ldexp_f64 if _HAS_SCALEF else _scale_pow2
 
 @_inline
 def _exp_core(x, expm1_tail):
-    xc = _clamp(x, _EXP_UNDERFLOW - 1.0, _EXP_OVERFLOW + 1.0)
+    below = x < _EXP_UNDERFLOW     # exp(0) computed, 0 selected: no underflow (_exp_f32_bits)
+    xc = _clamp(0.0 if below else x, _EXP_UNDERFLOW - 1.0, _EXP_OVERFLOW + 1.0)
     k, r = _reduce_ln2(xc)
-    p = 1.0 + _fma(r * r, _horner(r, expm1_tail), r)
-    y = _scale_exp_f64(0.0 if x < _EXP_UNDERFLOW else p, k)   # 0: no underflow (_exp_f32_bits)
+    y = _scale_exp_f64(1.0 + _fma(r * r, _horner(r, expm1_tail), r), k)
     y = np.inf if x > _EXP_OVERFLOW else y
+    y = 0.0 if below else y
     return x + x if x != x else y
 
 
@@ -520,11 +521,12 @@ def _reduce_ln2_f32(x):
     return shifted, k, _fma(k, -_F32_LN2_LO, _fma(k, -_F32_LN2_HI, x))
 
 
-# Below _F32_EXP_LO exp rounds to 0, and the lane scales 0 instead of computing the underflow:
-# an underflowing result costs a microcode assist per vector instruction on x86 (no
-# flush-to-zero), which made a causal softmax (half its scores -1e10) take 600 us against 124
-# unmasked over 12x128x128 float32, and np.exp(x - 1e4) 1.0 ms against NumPy's 0.17. (The
-# bit-twiddling scaling needs p in [0.5, 2): there, x itself is replaced, then the result.)
+# Below _F32_EXP_LO exp rounds to 0: the lane computes exp(0) instead, and 0 replaces the
+# result. Computing the underflow costs a microcode assist per vector instruction on x86 (no
+# flush-to-zero): a causal softmax (half its scores -1e10) took 600 us against 124 unmasked
+# over 12x128x128 float32, and np.exp(x - 1e4) 1.0 ms against NumPy's 0.17. Selecting 0 for the
+# polynomial instead is not enough: LLVM moves that select past the scaling of exp(-x), which
+# then underflows again (exp(-x) at x = 1e10: 5.3 ms, against 0.56).
 
 
 @_inline
@@ -543,9 +545,11 @@ def _exp_f32_bits(x):
 def _exp_f32_scalef(x):
     # The same reduction and polynomial; a NaN x passes the clamp and the scaling, so there is
     # no NaN select (measured: the exp pass of softmax 1.25x faster than _exp_f32_bits).
-    shifted, k, r = _reduce_ln2_f32(_clamp_nan_f32(x, _F32_EXP_LO, _F32_EXP_HI))
-    p = _F32_ONE + _fma(r * r, _horner(r, _F32_EXP_TAIL), r)
-    return _ldexp_shifted_f32(_F32(0.0) if x < _F32_EXP_LO else p, shifted)   # 0: no underflow
+    below = x < _F32_EXP_LO
+    shifted, k, r = _reduce_ln2_f32(_clamp_nan_f32(_F32(0.0) if below else x, _F32_EXP_LO,
+                                                   _F32_EXP_HI))
+    y = _ldexp_shifted_f32(_F32_ONE + _fma(r * r, _horner(r, _F32_EXP_TAIL), r), shifted)
+    return _F32(0.0) if below else y
 
 
 _exp_f32_native = _exp_f32_scalef if _HAS_SCALEF else _exp_f32_bits
