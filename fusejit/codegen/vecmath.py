@@ -94,6 +94,16 @@ def _split_exponent(typingctx, x):
 
 
 @intrinsic
+def _subnormal_scaled_f32(typingctx, x):
+    """A positive subnormal float32 times 2**149, exactly: its bits as an integer, converted
+    (x * 2**23 would cost a microcode assist per vector instruction on x86: a subnormal
+    operand without denormals-are-zero)."""
+    def codegen(context, builder, signature, args):
+        return builder.sitofp(builder.bitcast(args[0], ir.IntType(32)), ir.FloatType())
+    return types.float32(types.float32), codegen
+
+
+@intrinsic
 def _reduce_sqrt2_f32(typingctx, x):
     """(k as float32, m) with x = 2**k m and m in [sqrt(1/2), sqrt(2)), for a positive normal
     float32 x: integer arithmetic on the bits (offsetting the exponent field by sqrt(1/2)'s
@@ -584,7 +594,6 @@ def _tanh_f32_native(x):
 
 
 _F32_MIN_NORMAL = _F32(np.finfo(np.float32).tiny)
-_F32_TWO_POW_23 = _F32(2.0**23)
 _F32_HALF = _F32(0.5)
 _F32_LOG_R = tuple(_F32(c) for c in _LOG_R_F32)
 
@@ -593,10 +602,11 @@ _F32_LOG_R = tuple(_F32(c) for c in _LOG_R_F32)
 def _log_f32_native(x):
     # The float64 algorithm's atanh form in float32 arithmetic: x = 2**k m, m in [sqrt(1/2),
     # sqrt(2)), f = m - 1 exact, log x = k ln2 + f - (f*f/2 - s (f*f/2 + R(s*s))) with
-    # s = f / (2 + f), |s| <= 0.1716. Subnormal x is scaled by 2**23 first.
+    # s = f / (2 + f), |s| <= 0.1716. Subnormal x is scaled by 2**149 first (through its bits:
+    # 4.5 ms over 2M subnormals multiplied by 2**23, NumPy 1.7).
     subnormal = x < _F32_MIN_NORMAL
-    k, m = _reduce_sqrt2_f32(x * _F32_TWO_POW_23 if subnormal else x)
-    k = k - _F32(23.0) if subnormal else k
+    k, m = _reduce_sqrt2_f32(_subnormal_scaled_f32(x) if subnormal else x)
+    k = k - _F32(149.0) if subnormal else k
     f = m - _F32_ONE
     s = f / (_F32_TWO + f)
     half_f2 = _F32_HALF * f * f
