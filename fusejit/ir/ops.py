@@ -199,14 +199,22 @@ def _gather(x, *arrays, key):
     return np.asarray(x)[indexing.decode(key, arrays)]
 
 
+def _written_copy(x) -> np.ndarray:
+    """A copy of ``x`` to write into, laid out as ``x`` (order K); C-ordered where ``x`` is
+    a broadcast (NumPy's order K makes the zero-stride axis the fastest: an F-ordered copy of
+    ``np.full_like(a, a[0])``, where NumPy's array is C-ordered)."""
+    x = np.asarray(x)
+    return np.array(x, copy=True, order="C" if 0 in x.strides else "K")
+
+
 def _setitem(x, value, *arrays, key):
-    result = np.array(x, copy=True)
+    result = _written_copy(x)
     result[indexing.decode(key, arrays)] = value
     return result
 
 
 def _scatter_add(x, value, *arrays, key):
-    result = np.array(x, copy=True)
+    result = _written_copy(x)
     np.add.at(result, indexing.decode(key, arrays), value)
     return result
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, Node, Var, ops
 from . import returned_objects
 from .api import Mutation, OutputLeaf, Trace
 from .captures import Capture, container_checks
@@ -132,17 +132,22 @@ def _value_output(recorder, var, outputs) -> int:
     return len(outputs) - 1
 
 
-BROADCAST_VIEWS = ("permute", "reshape", "expand_dims", "squeeze")
-
-
-def _broadcast(recorder, var) -> bool:
-    """Whether ``var`` is a broadcast (or a view of one), which the program hands out as a
-    read-only view with zero strides, where NumPy's array was written in full."""
-    producer = {out: node for node in recorder.nodes for out in node.outputs}
-    node = producer.get(var)
-    while node is not None and node.op in BROADCAST_VIEWS:
-        node = producer.get(node.inputs[0])
-    return node is not None and node.op == "broadcast"
+def _materialize_broadcast(recorder, var) -> None:
+    """Where ``var`` is a broadcast or a view of one (``np.add(s, 1, out=t); return t[1:]``),
+    the broadcast's own value becomes a copy of it: the program would hand out a read-only
+    view with zero strides where NumPy wrote the array in full, and every result or view of
+    it then shares that one copy, as NumPy's share ``t``."""
+    producer = {out: index for index, node in enumerate(recorder.nodes) for out in node.outputs}
+    index = producer.get(var)
+    while index is not None and recorder.nodes[index].op != "broadcast" \
+            and ops.REGISTRY[recorder.nodes[index].op].kind == ops.VIEW:
+        index = producer.get(recorder.nodes[index].inputs[0])
+    if index is None or recorder.nodes[index].op != "broadcast":
+        return
+    node = recorder.nodes[index]
+    raw = Var(node.out.type)
+    recorder.nodes[index:index + 1] = [node.replace(outputs=(raw,)),
+                                       Node("copy", (raw,), node.outputs, {}, node.loc)]
 
 
 def _returned_floats(recorder) -> dict:
@@ -203,10 +208,10 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
         if chain is not None:  # ``x[0] += y; return x[1:]``: a view of the user's x, as eager
             target, index, views = chain
             return OutputLeaf("view", index, view=target, views=views)
-        value, var = leaf.value, leaf.ir_var
-        if type(value) is np.ndarray and value.flags.writeable and _broadcast(recorder, var):
-            var = recorder.emit("copy", [var])   # ``np.add(s, 1, out=v); return v``: an array
-        index = _value_output(recorder, var, outputs)
+        value = leaf.value
+        if type(value) is np.ndarray and value.flags.writeable:
+            _materialize_broadcast(recorder, leaf.ir_var)
+        index = _value_output(recorder, leaf.ir_var, outputs)
         return OutputLeaf("value", index, scalar=isinstance(value, np.generic),
                           pyfloat=type(value) is float, pyint=type(value) is int,
                           pybool=type(value) is bool)

@@ -218,14 +218,21 @@ COLUMN_TILE_CASES = [("sum", np.float32), ("sum", np.float64), ("sum", np.int64)
                      ("reduce_min", np.int32), ("any", np.bool_), ("all", np.bool_)]
 
 
-@pytest.mark.parametrize("op, dtype", COLUMN_TILE_CASES, ids=str)
-@pytest.mark.parametrize("shape, axes", [((513, 3), (0,)), ((4100, 70), (0,)),
-                                         ((600, 3, 40), (0, 1)), ((300, 5000), (0,))],
-                         ids=str)
+COLUMN_TILE_SHAPES = [((513, 3), (0,)), ((4100, 70), (0,)), ((600, 3, 40), (0, 1)),
+                      ((300, 5000), (0,)), ((600, 1000), (0,)), ((0, 300), (0,)),
+                      ((700, 0), (0,))]
+
+
+@pytest.mark.parametrize("op, dtype, shape, axes", [
+    (op, dtype, shape, axes) for shape, axes in COLUMN_TILE_SHAPES
+    for op, dtype in COLUMN_TILE_CASES
+    if shape[0] or op not in ("reduce_max", "reduce_min")],  # NumPy raises for no rows
+    ids=str)
 def test_column_reductions_split_rows_into_chunks_combined_in_order(op, dtype, shape, axes):
-    # A tall array's column reduction splits its rows into chunks (a wide one its columns),
-    # each accumulating its own partials, combined per column after the parallel loop: every
-    # op, a NaN in one chunk, rows not a multiple of the chunks, serial and parallel alike.
+    # A tall array's column reduction splits its rows into chunks (a wide one its columns;
+    # 600x1000 both: 2x4 tiles), each accumulating its own partials, combined per column
+    # after the parallel loop: every op, a NaN in one chunk, rows not a multiple of the
+    # chunks, no rows or no columns, serial and parallel alike.
     rng = np.random.default_rng(shape[0])
     values = rng.standard_normal(shape)
     if dtype == np.bool_:
@@ -236,8 +243,8 @@ def test_column_reductions_split_rows_into_chunks_combined_in_order(op, dtype, s
         x = (np.abs(values) + 0.5).astype(dtype)     # no cancellation in float sums
     else:
         x = (values * 9).astype(dtype)
-    if dtype in (np.float32, np.float64) and op != "prod":
-        x[shape[0] * 3 // 4, ..., 1] = np.nan    # in the last chunk but one
+    if dtype in (np.float32, np.float64) and op != "prod" and x.size:
+        x[shape[0] * 3 // 4, ..., 1] = np.nan    # in a later row chunk than the first
     node = reduce_node(op, dtype, axes, False, shape=shape)
     kernel = build_kernel(node)
     assert kernel.plan.columns and "numba.prange(nrc * ncc)" in kernel.source

@@ -353,11 +353,26 @@ def _made_of_constants(x, y):
     return np.ones((3, 4)).T * 2, x.T + 0
 
 
-@pytest.mark.parametrize("body", [_filled_like, _written_by_a_ufunc, _made_of_constants])
+def _one_written_array_twice(x, y):
+    total = np.empty(3)
+    np.add(x.sum(), 1.0, out=total)
+    return total, total, total.reshape(3, 1), total[1:]
+
+
+def _filled_then_written(x, y):
+    rows = np.full_like(x, x[0])
+    rows[0] += 1
+    return rows, rows[1:]
+
+
+@pytest.mark.parametrize("body", [_filled_like, _written_by_a_ufunc, _made_of_constants,
+                                  _one_written_array_twice, _filled_then_written])
 def test_arrays_numpy_wrote_in_full_come_back_as_new_arrays_laid_out_as_numpys(body):
     # Found: a result the trace holds as a broadcast came back as a read-only view with
-    # zero strides on replay (``np.full_like(x, x[0])`` a view of x), and a result folded
-    # into a constant, or returned as one, came back C-ordered where NumPy's is F-ordered
+    # zero strides on replay (``np.full_like(x, x[0])`` a view of x); a result folded into a
+    # constant, or returned as one, came back C-ordered where NumPy's is F-ordered; a write
+    # into a broadcast copied it F-ordered. Found by review of the first fix: one such array
+    # returned twice (or with a view of it) came back as two arrays
     compiled = fusejit.compile(body)
     for k in range(3):
         x, y = np.arange(6.0).reshape(2, 3) + k, np.arange(6.0).reshape(2, 3) - k
@@ -365,3 +380,6 @@ def test_arrays_numpy_wrote_in_full_come_back_as_new_arrays_laid_out_as_numpys(b
         assert_same(want, got)    # writeable where NumPy's is
         for a, b in zip(want, got, strict=True):
             assert b.strides == a.strides and np.shares_memory(b, x) == np.shares_memory(a, x)
+            assert [b is c for c in got] == [a is c for c in want]
+            assert [np.shares_memory(b, c) for c in got] == \
+                [np.shares_memory(a, c) for c in want]
