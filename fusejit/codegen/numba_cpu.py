@@ -415,7 +415,8 @@ class _Emitter:
         rows, element = self.element_lines(nodes, stores)  # names the loaded inputs first
         if not plan.outer_kept_dims:
             return self._column_tiles(rows, element)
-        lines, init, finish, blocks = self._column_accumulators(element)
+        arrays, init, finish, blocks = self._column_accumulators(element)
+        lines = [f"{INDENT}{name} = np.empty(n{last}, {ctor})" for name, ctor in arrays]
         body = self.nest([last], init, first=False)
         if blocks[0]:
             body += self._row_blocks(element, rows, blocks, None)
@@ -462,14 +463,13 @@ class _Emitter:
         """(allocations, per-tile views, init, combine, (block init, block finish)) lines of
         a tiled column reduction: partial accumulators by row chunk (``p_acc0[r0]``, seen in a
         tile as ``acc0``), combined per column after the parallel loop."""
-        first, last = self.plan.reduced_dims[0], f"i{self.plan.rank - 1}"
-        allocations, views, combine = [], [], []
-        lines, init, _, blocks = self._column_accumulators(element)
-        for line in lines:  # acc0 = np.empty(nL, dtype) -> p_acc0 = np.empty((nrc, nL), dtype)
-            name, _, call = line.strip().partition(" = np.empty(")
-            size, _, dtype = call.partition(", ")
-            allocations.append(f"{INDENT}p_{name} = np.empty((nrc, {size}), {dtype}")
-            views.append(f"{INDENT}{name} = crow(p_{name}, (r{first},))")
+        first, rank = self.plan.reduced_dims[0], self.plan.rank
+        last = f"i{rank - 1}"
+        arrays, init, _, blocks = self._column_accumulators(element)
+        allocations = [f"{INDENT}p_{name} = np.empty((nrc, n{rank - 1}), {ctor})"
+                       for name, ctor in arrays]
+        views = [f"{INDENT}{name} = crow(p_{name}, (r{first},))" for name, _ in arrays]
+        combine = []
         for r in self.plan.reduces:
             acc, one = self.acc_names[r], f"{self.acc_names[r]}_one"
             combine += [INDENT + line for line in reductions.init_lines(r, one)]
@@ -480,22 +480,22 @@ class _Emitter:
         return allocations, views, init, combine, blocks
 
     def _column_accumulators(self, element: list[str]):
-        """(allocations, init, finish, (block init, block finish)) lines of a column
-        reduction; the per-element updates are appended to ``element``."""
+        """(accumulator arrays as (name, dtype constructor), then init, finish and (block
+        init, block finish) lines) of a column reduction; the per-element updates are
+        appended to ``element``."""
         last = f"i{self.plan.rank - 1}"
-        lines, init, finish, block_init, block_finish = [], [], [], [], []
+        arrays, init, finish, block_init, block_finish = [], [], [], [], []
         for r in self.plan.reduces:
             acc, one = self.acc_names[r], f"{self.acc_names[r]}_one"
             dtype = reductions.accumulator_dtype(r)
-            lines.append(f"{INDENT}{acc} = np.empty(n{self.plan.rank - 1}, "
-                         f"{literal_ctor(dtype)})")
+            arrays.append((acc, literal_ctor(dtype)))
             init += [INDENT + line for line in reductions.init_lines(r, one)]
             init.append(f"{INDENT}{acc}[{last}] = {one}")
             finish.append(f"{INDENT}{self.names[r.out]} = "
                           f"{reductions.final_expr(r, f'{acc}[{last}]')}")
             if reductions.blocked(r):
                 block = f"{acc}_b"
-                lines.append(f"{INDENT}{block} = np.empty(n{self.plan.rank - 1}, np.float32)")
+                arrays.append((block, "np.float32"))
                 block_init.append(f"{INDENT}{block}[{last}] = np.float32(0)")
                 element.append(f"{INDENT}{block}[{last}] = {block}[{last}] + "
                                f"{self.ref(r.inputs[0])}")
@@ -506,7 +506,7 @@ class _Emitter:
             element += [INDENT + line for line in reductions.update_lines(
                 r, self.ref(r.inputs[0]), one)]
             element.append(f"{INDENT}{acc}[{last}] = {one}")
-        return lines, init, finish, (block_init, block_finish)
+        return arrays, init, finish, (block_init, block_finish)
 
     def _row_blocks(self, element, rows, blocks, bounds) -> list[str]:
         """The reduced loops with the first reduced dim in blocks of ``SUM_BLOCK`` rows (of

@@ -179,7 +179,6 @@ register(OpDef("argmin", REDUCE, _argreduce(np.argmin), 1))
 # -- views: always NumPy views of their input; the runtime applies them to buffers ---------
 register(OpDef("reshape", VIEW, lambda x, shape: np.reshape(x, shape)))
 register(OpDef("permute", VIEW, lambda x, perm: np.transpose(x, perm)))
-
 register(OpDef("broadcast", VIEW, lambda x, shape: np.broadcast_to(x, shape)))
 register(OpDef("expand_dims", VIEW, lambda x, axes: np.expand_dims(x, axes)))
 register(OpDef("squeeze", VIEW, lambda x, axes: np.squeeze(x, axes)))

@@ -69,10 +69,8 @@ class CompiledEntry:
                 raise GuardFailed(f"{read.label} no longer holds None")
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
-        arguments = len(inputs)
-        for position, order in self.orders:
-            if position < arguments:
-                inputs[position] = inputs[position].transpose(order)
+        for position, order in self._orders[0]:
+            inputs[position] = inputs[position].transpose(order)
         try:
             for check in trace.containers:
                 check.verify(leaves)
@@ -106,8 +104,7 @@ class CompiledEntry:
             check_writeable(targets)
         journal = undo.recording() if self.program.caller_writes else contextlib.nullcontext()
         with journal:   # writes into the caller's arrays are undone if the replay fails
-            values = self.program.run(inputs + self._in_order(captured, arguments)
-                                      if captured else inputs)
+            values = self.program.run(inputs + self._in_order(captured) if captured else inputs)
             if trace.mutations:
                 write_all(self.program, [(target, m.output) for target, m in
                                          zip(targets, trace.mutations, strict=True)], values)
@@ -121,13 +118,19 @@ class CompiledEntry:
             _take_copied_views(trace.out_leaves, values, results)
         return unflatten(trace.out_treedef, results)
 
-    def _in_order(self, captured, arguments: int) -> list:
+    @functools.cached_property
+    def _orders(self) -> tuple[tuple, tuple]:
+        """``orders`` split: (argument position, order) and (capture index, order)."""
+        arguments = len(self.trace.arg_leaves)
+        return (tuple((p, o) for p, o in self.orders if p < arguments),
+                tuple((p - arguments, o) for p, o in self.orders if p >= arguments))
+
+    def _in_order(self, captured) -> list:
         """The captured arrays as the program takes them: those of ``orders`` transposed into
         their memory order (``input_layouts.capture_orders``)."""
         captured = list(captured)
-        for position, order in self.orders:
-            if position >= arguments:
-                captured[position - arguments] = captured[position - arguments].transpose(order)
+        for k, order in self._orders[1]:
+            captured[k] = captured[k].transpose(order)
         return captured
 
     @functools.cached_property

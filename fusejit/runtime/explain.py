@@ -172,17 +172,17 @@ def _path_text(index, path) -> str:
         strides = "C-contiguous" if layout == "C" else f"strides {layout}"
         lines.append(f"    {name} {strides}, as traced (a reshape was a view or a copy by "
                      f"its layout)")
+    arguments = len(trace.arg_leaves)
     for position, order in path.orders:
-        if position >= len(trace.arg_leaves):
-            name = trace.captures[position - len(trace.arg_leaves)].description
-            axes = ", ".join(map(str, order))
-            lines.append(f"    {name} taken in memory order, as .transpose({axes}) "
-                         "(laid out otherwise than C-ordered)")
-            continue
-        leaf = trace.arg_leaves[position]
-        name = trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else f"argument {leaf}"
         axes = ", ".join(map(str, order))
-        lines.append(f"    {name} taken in memory order, as {name}.transpose({axes}) "
+        if position >= arguments:   # a captured array
+            name, taken = trace.captures[position - arguments].description, ""
+        else:
+            leaf = trace.arg_leaves[position]
+            name = trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else \
+                f"argument {leaf}"
+            taken = name
+        lines.append(f"    {name} taken in memory order, as {taken}.transpose({axes}) "
                      "(laid out otherwise than C-ordered)")
     return "\n".join(lines)
 

@@ -19,6 +19,17 @@ def c_ordered(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
+def replays_as_numpy(fn, *args):
+    """``fn`` compiled and called three times (the trace, then replays): each result has
+    NumPy's values and strides. Returns the compiled function."""
+    compiled = fusejit.compile(fn)
+    for _ in range(3):
+        want, got = fn(*args), compiled(*args)
+        assert_same(want, got)
+        assert np.asarray(got).strides == np.asarray(want).strides
+    return compiled
+
+
 @pytest.mark.parametrize(("make", "order"), [
     (lambda: c_ordered(3, 4), None),
     (lambda: fortran(3, 4), (1, 0)),
@@ -53,13 +64,7 @@ FUNCTIONS = {
 
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_fortran_arguments_give_numpys_values_and_layout(name):
-    fn = FUNCTIONS[name]
-    compiled = fusejit.compile(fn)
-    a, b = fortran(6, 10), fortran(6, 10)
-    for _ in range(3):                            # the trace, then replays
-        want, got = fn(a, b), compiled(a, b)
-        assert_same(want, got)
-        assert np.asarray(got).strides == np.asarray(want).strides
+    compiled = replays_as_numpy(FUNCTIONS[name], fortran(6, 10), fortran(6, 10))
     assert (compiled.cache_info()["traces"], compiled.cache_info()["eager_calls"]) == (1, 0)
 
 
@@ -74,12 +79,7 @@ def test_full_like_of_a_fortran_argument_broadcasts_an_array_fill_over_its_own_a
     # Found by review: the fill was broadcast over the memory-order axes, then transposed;
     # a fill that is a list or array failed to compile (the signature ran eagerly), and a
     # traced fill came back C-ordered where NumPy's is laid out as ``a``
-    compiled = fusejit.compile(fn)
-    a, b = fortran(6, 10), fortran(6, 10)
-    for _ in range(3):
-        want, got = fn(a, b), compiled(a, b)
-        assert_same(want, got)
-        assert got.strides == want.strides
+    compiled = replays_as_numpy(fn, fortran(6, 10), fortran(6, 10))
     assert compiled.cache_info()["eager_calls"] == 0
 
 
@@ -95,12 +95,7 @@ def test_ir_of_a_pass_shows_the_arguments_in_memory_order():
 
 @pytest.mark.parametrize("fn", [lambda a, b: a * b + 1.0, lambda a, b: np.exp(b) - a.sum(0)])
 def test_fortran_and_c_arguments_mixed(fn):
-    compiled = fusejit.compile(fn)
-    a, b = fortran(6, 10), c_ordered(6, 10)
-    for _ in range(3):
-        want, got = fn(a, b), compiled(a, b)
-        assert_same(want, got)
-        assert got.strides == want.strides      # NumPy's ufuncs: C order where layouts differ
+    replays_as_numpy(fn, fortran(6, 10), c_ordered(6, 10))   # NumPy's ufuncs: C order there
 
 
 def test_kernels_read_a_fortran_argument_in_memory_order():
