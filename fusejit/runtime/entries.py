@@ -151,7 +151,7 @@ class CompiledEntry:
     @functools.cached_property
     def plain_outputs(self) -> bool:
         return all(leaf.kind == "value" and not (leaf.scalar or leaf.pyfloat or leaf.pyint
-                                                 or leaf.pybool)
+                                                 or leaf.pybool or leaf.view)
                    for leaf in self.trace.out_leaves)
 
 

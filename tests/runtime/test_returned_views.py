@@ -319,14 +319,17 @@ def test_index_orders_that_follow_the_layout_read_as_numpy_does(body):
     lambda x: np.negative(-np.broadcast_to(x.sum(0), x.shape)),
     lambda x: (lambda y: (np.broadcast_to(y, y.shape), y))(x + 1),
     lambda x: (lambda y: (np.broadcast_to(y, y.shape).T, np.broadcast_to(y, y.shape), y))(x + 1),
-    lambda x: x.reshape(x.shape), lambda x: np.broadcast_to(x, x.shape)],
+    lambda x: x.reshape(x.shape), lambda x: np.broadcast_to(x, x.shape),
+    lambda x: np.broadcast_to(x.sum(0) * np.arange(4.0), (4,))],
     ids=["broadcast-times-one", "broadcast-power-one", "broadcast-negated-twice",
          "broadcast-beside-its-array", "transposed-broadcast-beside-its-array",
-         "argument-reshaped", "argument-broadcast"])
+         "argument-reshaped", "argument-broadcast", "broadcast-of-a-constant-sum"])
 @pytest.mark.parametrize("first_read_only", [False, True], ids=["writeable", "read-only-first"])
 def test_results_are_writeable_where_numpys_are(body, first_read_only):
     # identities folded away must not hand out a read-only broadcast view NumPy copied, nor
-    # make a result read-only that NumPy's is not because another one is
+    # make a result read-only that NumPy's is not because another one is. Found by the
+    # fuzzer: a program with a constant array (a capture: not the straight-line replay)
+    # handed out its read-only broadcast writeable
     compiled = fusejit.compile(body)
     for call in range(3):
         want_x, got_x = np.arange(12.0).reshape(3, 4) + call, np.arange(12.0).reshape(3, 4) + call
