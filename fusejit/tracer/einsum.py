@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..ir.ops import inverse_perm
 from . import layouts
 from .functions import view_result
 from .reductions import bool_reduce
@@ -108,7 +109,8 @@ def _einsum(rec, concrete, subscripts, *operands, out=None, dtype=None, order="K
         if set(terms[0]) == set(output) and values[0].type.dtype == result_dtype:
             # ``np.einsum("ij->ji", x)``: NumPy returns a view of x, which sees later writes
             perm = tuple(terms[0].index(c) for c in output)
-            return view_result(rec, concrete, operands[0], lambda rec, v: _permute(rec, v, perm))
+            return view_result(rec, concrete, operands[0], lambda rec, v: _permute(rec, v, perm),
+                               undo=lambda rec, v: _permute(rec, v, inverse_perm(perm)))
         var, term = _sum_private(rec, values[0], terms[0], output)
         var = _permute(rec, var, [term.index(c) for c in output])
         return wrap(rec, concrete, var)

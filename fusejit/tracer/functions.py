@@ -24,17 +24,22 @@ from .tracer import Tracer, ViewLink, note_shape_seen, wrap, write
 __all__ = ["handle_function"]
 
 
-def view_result(rec, concrete, base, derive, key=None):
-    """Record a view op; the proxy stays linked to ``base`` when NumPy returned a view."""
+def view_result(rec, concrete, base, derive, key=None, undo=None):
+    """Record a view op; the proxy stays linked to ``base`` when NumPy returned a view
+    (``undo``: the base from a new value of a view holding each of its elements once)."""
     base_var = rec.operand(base)
     var = derive(rec, base_var)
     link = None
     if (isinstance(base, Tracer) and isinstance(concrete, np.ndarray)
             and isinstance(base.value, np.ndarray) and np.may_share_memory(concrete, base.value)):
-        link = ViewLink(base, derive, key, base.ir_var)
+        link = ViewLink(base, derive, key, base.ir_var, undo)
         if id(base.value) in rec.read_only:   # a view of a broadcast: read-only too
             rec.read_only[id(concrete)] = concrete
-    return wrap(rec, concrete, var, link)
+    result = wrap(rec, concrete, var, link)
+    if link is None and isinstance(result, Tracer) and isinstance(concrete, np.ndarray) \
+            and not np.may_share_memory(concrete, unwrap(base)):
+        result.owns = True   # NumPy copied (its result's base may be a temporary of its own)
+    return result
 
 
 def _reshape_to(shape):
@@ -57,15 +62,21 @@ def _guard_sizes(*values) -> None:
 def _reshape(rec, concrete, a, shape=None, order="C", *, copy=None, **kwargs):
     order = _index_order(rec, a, order)
     _guard_sizes(shape, *kwargs.values())
-    to_shape = _reshape_to(np.shape(concrete))
-    if order == "F":   # ``a.T.reshape(reversed shape).T``
-        backwards = _reshape_to(np.shape(concrete)[::-1])
-        to_shape = lambda rec, v: _reversed(rec, backwards(rec, _reversed(rec, v)))
+    to_shape = _reshape_in(order, np.shape(concrete))
     if copy:   # a new array, which later updates of ``a`` do not reach
         return wrap(rec, concrete, rec.emit("copy", [to_shape(rec, rec.operand(a))]))
     if np.ndim(a) > 1 and _beyond_ones(np.shape(a), np.shape(concrete)):
         layouts.note(rec, a)   # a view or a copy, as a's strides allow
-    return view_result(rec, concrete, a, to_shape)
+    return view_result(rec, concrete, a, to_shape, undo=_reshape_in(order, np.shape(a)))
+
+
+def _reshape_in(order: str, shape):
+    """A reshape to ``shape`` reading and writing elements in index ``order``; the undo of
+    a reshape view is the reshape back, in the same order."""
+    if order == "C":
+        return _reshape_to(shape)
+    backwards = _reshape_to(tuple(shape)[::-1])   # ``a.T.reshape(reversed shape).T``
+    return lambda rec, v: _reversed(rec, backwards(rec, _reversed(rec, v)))
 
 
 def _beyond_ones(shape, new_shape) -> bool:
@@ -76,11 +87,10 @@ def _beyond_ones(shape, new_shape) -> bool:
 @implements(np.ravel)
 def _ravel(rec, concrete, a, order="C"):
     order = _index_order(rec, a, order)
-    flat = _reshape_to(np.shape(concrete))
     if np.size(a) > 1:
         layouts.note(rec, a)   # a view when a is C-contiguous (F: a.T is), else a copy
-    result = view_result(rec, concrete, a, flat if order == "C" else
-                         lambda rec, v: flat(rec, _reversed(rec, v)))
+    result = view_result(rec, concrete, a, _reshape_in(order, np.shape(concrete)),
+                         undo=_reshape_in(order, np.shape(a)))
     if isinstance(result, Tracer) and result.link is None and isinstance(a, Tracer) \
             and isinstance(a.value, np.ndarray) and np.size(a) > 1:
         # NumPy copied (a is not C-contiguous) where a reshape may view (``x[:, ::2]``, a
@@ -124,7 +134,7 @@ def _permute(perm):
 def _transpose_like(func):
     def record(rec, concrete, a, *args, **kwargs):
         perm = permutation_of(lambda p: func(p, *args, **kwargs), np.ndim(a))
-        return view_result(rec, concrete, a, _permute(perm))
+        return view_result(rec, concrete, a, _permute(perm), undo=_permute(inverse_perm(perm)))
     return record
 
 
@@ -136,7 +146,7 @@ for _func in (np.transpose, np.swapaxes, np.moveaxis, np.matrix_transpose):
 def _expand_dims(rec, concrete, a, axis):
     axes = normalize_axes(axis, np.ndim(concrete))
     derive = lambda rec, v: rec.emit("expand_dims", [v], {"axes": axes})
-    return view_result(rec, concrete, a, derive)
+    return view_result(rec, concrete, a, derive, undo=_reshape_to(np.shape(a)))
 
 
 @implements(np.squeeze)
@@ -146,7 +156,7 @@ def _squeeze(rec, concrete, a, axis=None):
             else normalize_axes(axis, len(shape)))
     derive = (lambda rec, v: rec.emit("squeeze", [v], {"axes": axes})) if axes else (
         lambda rec, v: v)
-    return view_result(rec, concrete, a, derive)
+    return view_result(rec, concrete, a, derive, undo=_reshape_to(shape))
 
 
 @implements(np.broadcast_to)

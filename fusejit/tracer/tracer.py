@@ -39,13 +39,20 @@ def needs_ndarray(exc: BaseException) -> bool:
 
 @dataclass
 class ViewLink:
-    """A proxy that is a NumPy view of ``base``: re-derived when the base is written, and (for
-    basic indexing, ``key`` set) written through to the base when it is written itself."""
+    """A proxy that is a NumPy view of ``base``: re-derived when the base is written, and
+    written through to the base when it is written itself: for basic indexing (``key``) as a
+    setitem, for a view holding every element of the base once (a reshape or transpose,
+    ``undo``) as the base's whole new value."""
 
     base: Tracer
     derive: object          # fn(recorder, base_var) -> Var
     key: tuple | None
     seen: object            # the base Var this view was last derived from
+    undo: object = None     # fn(recorder, view_var) -> the base Var it is a view of
+
+    @property
+    def writes_through(self) -> bool:
+        return self.key is not None or self.undo is not None
 
 
 _OWN_SLOTS = frozenset({"value", "recorder", "link", "owns", "path", "masked_read"})
@@ -334,12 +341,14 @@ def mark_written(tracer: Tracer, new_var) -> None:
             raise EagerFallback("in-place write into a view of an array the tracer cannot follow")
         tracer._var = new_var
         return
-    if link.key is None:
-        raise EagerFallback("in-place write into a view made by reshape/transpose/broadcast "
-                            "or by indexing with a traced integer")
+    if not link.writes_through:
+        raise EagerFallback("in-place write into a view made by broadcasting or by indexing "
+                            "with a traced integer")
     recorder = tracer.recorder
-    base_var = link.base.ir_var
-    updated = recorder.emit("setitem", [base_var, new_var], {"key": link.key})
+    if link.key is None:   # the view holds each element of its base once: the base's value
+        updated = link.undo(recorder, new_var)
+    else:
+        updated = recorder.emit("setitem", [link.base.ir_var, new_var], {"key": link.key})
     mark_written(link.base, updated)
     tracer._var = new_var
     link.seen = link.base.ir_var

@@ -70,9 +70,17 @@ def test_add_at_scatter():
     np.testing.assert_array_equal(out, x)
 
 
-def test_write_into_reshape_view_falls_back():
-    tr = trace(lambda x: x.reshape(-1).__setitem__(0, 1.0), (X.copy(),), {})
-    assert tr.fallback is not None and "view" in tr.fallback.reason
+def test_write_into_reshape_view_is_the_base_reshaped_back():
+    x = X.copy()
+    tr = trace(lambda x: x.reshape(-1).__setitem__(0, 1.0), (x,), {})
+    assert tr.fallback is None and tr.mutations[0].target == "arg"
+    ops = [n.op for n in tr.graph.nodes]
+    assert ops[0] == "reshape" and "setitem" in ops and ops[-1] == "reshape"
+    expected = X.copy()
+    expected[0, 0] = 1.0
+    np.testing.assert_array_equal(x, expected)
+    (out,) = interpret(tr.graph, X)
+    np.testing.assert_array_equal(out, expected)
 
 
 W_GLOBAL = rng.standard_normal((5, 2)).astype(np.float32)
