@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import Graph, Node, Var, ops
-from . import reductions
+from . import reductions, relayout
 from .placement import MIN_BYTES, empty_apart
 from .work import runs_parallel
 
@@ -220,10 +220,12 @@ class CompiledKernel:
         self._allocs = tuple((padded, dtype) for padded, _, dtype in self._out_specs)
         self._zero_d_out = any(not shape for _, shape, _ in self._out_specs)
         self.in_place = dict(in_place)   # output position -> input position
-        self._variants = {False: (module.kernel_serial, module.strided_serial),
-                          True: (_one_at_a_time(module.kernel_parallel, module.kernel_serial),
-                                 _one_at_a_time(module.strided_parallel,
-                                                module.strided_serial))}
+        serial = module.kernel_serial
+        parallel = _one_at_a_time(module.kernel_parallel, serial)
+        self._variants = {
+            False: (serial, self._declined(serial, module.strided_serial, _COPY[False])),
+            True: (parallel, self._declined(parallel, _one_at_a_time(
+                module.strided_parallel, module.strided_serial), _COPY[True]))}
 
     def __repr__(self):
         return f"CompiledKernel({self.name}, key={self.key})"
@@ -255,6 +257,22 @@ class CompiledKernel:
         if not rows(*self.sizes, *arrays, *views):
             strided(*self.sizes, *arrays, *views)
         return outs
+
+    def _declined(self, rows, strided, copy):
+        """What runs when the row variant declines: the row variant again on copies of the
+        inputs laid out by columns (``relayout``), if that leaves every operand's rows
+        unit-stride; else the strided variant. Same arguments as the variants."""
+        first, stop = len(self.sizes), len(self.sizes) + len(self.in_shapes)
+        if self.in_place:   # an input is also an output: copying it would lose the write
+            return strided
+
+        def run(*args):
+            if all(map(relayout.unit_rows, args[stop:])):
+                inputs = relayout.copied_by_rows(args[first:stop], copy)
+                if inputs is not None and rows(*args[:first], *inputs, *args[stop:]):
+                    return True
+            return strided(*args)
+        return run
 
     def _take_over(self, arrays, outs, views) -> tuple[tuple, list]:
         """In-place outputs become their input arrays and leave the kernel's parameters."""
@@ -319,6 +337,10 @@ def _one_at_a_time(parallel, serial):
         finally:
             _PARALLEL_REGION.release()
     return run
+
+
+_COPY = {False: relayout.copy_serial,
+         True: _one_at_a_time(relayout.copy_parallel, relayout.copy_serial)}
 
 
 def _no_threading_layer(exc: ValueError) -> bool:
