@@ -133,4 +133,15 @@ def test_the_layouts_probe_checks_f_ordered_results_then_reports_their_samples(m
     assert [r.flags.f_contiguous for r in timed] == [True, True]
     assert (row["fusejit_s"], row["eager_s"]) == (0.002, 0.010)
     assert row["speedup"] == pytest.approx(5.0) and row["shape"] == [8, 32]
-    assert layouts.format_row(row).split()[:2] == [name, "8x32"]
+    assert layouts.format_row(row).split()[:3] == [name, "F", "8x32"]
+
+
+def test_the_layouts_probe_makes_only_the_leading_arguments_f_ordered(monkeypatch):
+    from bench import harness, layouts
+    from bench.workloads import workloads
+    monkeypatch.setattr(harness, "time_interleaved", lambda calls, warmup, repeats: [
+        [0.002], [0.004]])
+    (workload,) = workloads("small", np.float32, ["elementwise"])
+    row = layouts.measure(workload, repeats=1, fortran=1)
+    assert row["order"] == "FCC" and layouts.format_row(row).split()[:2] == ["elementwise",
+                                                                            "FCC"]
