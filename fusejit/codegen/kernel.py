@@ -204,7 +204,8 @@ class CompiledKernel:
     ``parallel=None`` picks the ``prange`` variant when the kernel's estimated serial time
     pays for waking the threads (``work.runs_parallel``). The row variant runs first; it
     declines (returns False) when an operand's last axis is not unit-stride, and the strided
-    variant runs instead (``numba_cpu``). An output written in place (``in_place``: pairs of
+    variant runs instead (``numba_cpu``), or the row variant on C-ordered copies of inputs
+    laid out by columns (``relayout``). An output written in place (``in_place``: pairs of
     output and input positions) is that input's array, whatever ``out`` holds for it.
     """
 
