@@ -145,3 +145,19 @@ def test_writes_into_empty_views_compile_and_change_nothing(shape):
     compiled = check_calls(_into_empty_views, lambda call: (np.arange(
         float(np.prod(shape))).reshape(shape) + call,))
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def _gathered_then_written(a):
+    picked = a[:, np.array([0, 0, -1])]   # a new array, whose base is NumPy's own temporary
+    np.maximum(picked, 1.0, out=picked)
+    rows = a[np.array([2, 0])]
+    rows *= 3
+    return picked, rows, a
+
+
+def test_writes_into_arrays_gathered_by_integer_arrays_compile_and_leave_the_source():
+    # found by the fuzzer: such a write ran the signature eagerly ("a view of an array the
+    # tracer cannot follow"), as NumPy's result is not a view but has a base
+    compiled = check_calls(_gathered_then_written, lambda call: (np.arange(12.0).reshape(3, 4)
+                                                                 - 5 * call,))
+    assert compiled.cache_info()["eager_calls"] == 0
