@@ -35,11 +35,7 @@ def view_result(rec, concrete, base, derive, key=None, undo=None):
         link = ViewLink(base, derive, key, base.ir_var, undo)
         if id(base.value) in rec.read_only:   # a view of a broadcast: read-only too
             rec.read_only[id(concrete)] = concrete
-    result = wrap(rec, concrete, var, link)
-    if link is None and isinstance(result, Tracer) and isinstance(concrete, np.ndarray) \
-            and not np.may_share_memory(concrete, unwrap(base)):
-        result.owns = True   # NumPy copied (its result's base may be a temporary of its own)
-    return result
+    return wrap(rec, concrete, var, link, source=unwrap(base))
 
 
 def _reshape_to(shape):

@@ -49,12 +49,8 @@ def _record_getitem(rec, concrete, tracer, key):
             link = ViewLink(tracer, derive, index_key, tracer.ir_var)
         return wrap(rec, concrete, derive(rec, base), link)
     derive = lambda rec, v: rec.emit("gather", [v, *operands], {"key": index_key})
-    link = _integer_view(rec, concrete, tracer, derive)
-    result = wrap(rec, concrete, derive(rec, base), link)
-    if link is None and isinstance(result, Tracer) and isinstance(concrete, np.ndarray) \
-            and not np.may_share_memory(concrete, unwrap(tracer)):
-        result.owns = True   # a new array (NumPy's may have a temporary of its own as base)
-    return result
+    return wrap(rec, concrete, derive(rec, base), _integer_view(rec, concrete, tracer, derive),
+                source=unwrap(tracer))
 
 
 def _integer_view(rec, concrete, tracer, derive) -> ViewLink | None:

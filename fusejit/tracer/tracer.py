@@ -370,13 +370,19 @@ def write(recorder, target, new_var) -> None:
         written[id(target)] = (target, target.copy())
 
 
-def wrap(recorder, concrete, var, link: ViewLink | None = None):
-    """A proxy for NumPy's result, after checking the recorded type matches it."""
+def wrap(recorder, concrete, var, link: ViewLink | None = None, source=None):
+    """A proxy for NumPy's result, after checking the recorded type matches it. ``source``:
+    the array a view op or an indexing took the result from; a result sharing no memory with
+    it is a new array the proxy owns, though NumPy's may have a temporary of its own as base
+    (a reshape that copied, an integer-array index)."""
     if not numeric(getattr(concrete, "dtype", np.float64)):
         raise EagerFallback(f"a result of dtype {concrete.dtype} (strings, datetimes, objects) "
                             f"is not supported by the compiler")
     if not recorder.check_type(concrete, var):
         return concrete
     proxy = Tracer(concrete, var, recorder, link)
+    if link is None and source is not None and isinstance(concrete, np.ndarray) \
+            and not np.may_share_memory(concrete, source):
+        proxy.owns = True
     recorder.proxies[var] = proxy   # weakly: whether it is still alive (masked.py)
     return proxy
