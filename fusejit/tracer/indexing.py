@@ -41,13 +41,14 @@ def _record_getitem(rec, concrete, tracer, key):
         derive = lambda rec, v: rec.emit("getitem", [v], {"key": index_key})
         link = None
         # Linked (writes go through to the base) only where NumPy made a view: indexing a
-        # NumPy scalar (np.sum(x)[None]) makes a new array that writes do not reach. An
-        # empty view (``x[1:]`` of one row) shares no memory; writes into it change nothing.
+        # NumPy scalar (np.sum(x)[None], (a <= a)[None] of 0-d arrays) makes a new array, which
+        # the proxy owns and writes do not leave. An empty view (``x[1:]`` of one row) shares
+        # no memory; writes into it change nothing.
         if (isinstance(concrete, np.ndarray) and isinstance(tracer, Tracer)
                 and isinstance(tracer.value, np.ndarray)
                 and (concrete.size == 0 or np.may_share_memory(concrete, tracer.value))):
             link = ViewLink(tracer, derive, index_key, tracer.ir_var)
-        return wrap(rec, concrete, derive(rec, base), link)
+        return wrap(rec, concrete, derive(rec, base), link, source=unwrap(tracer))
     derive = lambda rec, v: rec.emit("gather", [v, *operands], {"key": index_key})
     return wrap(rec, concrete, derive(rec, base), _integer_view(rec, concrete, tracer, derive),
                 source=unwrap(tracer))

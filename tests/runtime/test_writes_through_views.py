@@ -161,3 +161,19 @@ def test_writes_into_arrays_gathered_by_integer_arrays_compile_and_leave_the_sou
     compiled = check_calls(_gathered_then_written, lambda call: (np.arange(12.0).reshape(3, 4)
                                                                  - 5 * call,))
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def _scalar_indexed_then_written(a):
+    flag = a <= a            # a NumPy scalar for a 0-d a: indexing it makes a new array
+    row = flag[None]
+    np.maximum(row, np.logical_xor(a, a), out=row)
+    total = np.sum(a)[None]
+    total += 1
+    return row, flag, total
+
+
+def test_writes_into_arrays_indexed_from_numpy_scalars_compile():
+    # found by the fuzzer (1 of 1,500 programs): the write ran the signature eagerly, as the
+    # new array's base is a temporary of NumPy's that the tracer cannot follow
+    compiled = check_calls(_scalar_indexed_then_written, lambda call: (np.array(call - 0.5),))
+    assert compiled.cache_info()["eager_calls"] == 0
