@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..codegen.concat import ConcatLoop
 from ..ir import Graph, Node, ops, print_graph
 from ..ir.types import SUPPORTED_DTYPES as SUPPORTED
 from ..passes import DEFAULT_PIPELINE, run_pipeline
@@ -207,7 +208,11 @@ def _explain_path(compiled, entry, cache) -> Explanation:
                          notes=tuple(entry.trace.notes), cache=cache)
     program = entry.program
     runs = set(getattr(program, "graph", graph).nodes)
+    loops = {k.node: k for k in program.kernels if isinstance(k, ConcatLoop)}
     for node in graph.nodes:
+        if node in loops:   # codegen/concat.py: a generated copy loop, not NumPy's
+            result.kernels.append(loop_info(loops[node]))
+            continue
         _classify(node, result, deferred=node not in runs or node in program.caller_writes,
                   in_place=node in program.writes)
     result.refusals = list(entry.pipeline.stats.get("fuse", {}).get("refusals", []))
@@ -261,6 +266,12 @@ def kernel_info(node: Node) -> KernelInfo:
                       tuple((n.op, n.loc) for n in body.nodes),
                       sum(v.type.nbytes for v in node.inputs if hasattr(v, "uid")),
                       sum(v.type.nbytes for v in node.outputs), intermediates)
+
+
+def loop_info(loop) -> KernelInfo:
+    node = loop.node
+    return KernelInfo(loop.name, loop.kind, ((node.op, node.loc),),
+                      sum(v.type.nbytes for v in node.inputs), node.out.type.nbytes, 0)
 
 
 def stage_text(tree, stage: str) -> str:

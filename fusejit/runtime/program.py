@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..codegen import build_kernel
+from ..codegen.concat import build_concat
 from ..ir import Graph, Lit, Node, Var, indexing, ops
 from ..located import at_line, cast_from_line, drops_imaginary
 from ..passes.in_place_updates import caller_donors, last_failure
@@ -417,6 +418,11 @@ def _in_place_pairs(node: Node, donors: dict[Var, Var]) -> tuple[tuple[int, int]
 
 
 def _step_function(node: Node, target: str, kernels: list, in_place=()):
+    if node.op == "concatenate" and target == "cpu":
+        loop = build_concat(node)
+        if loop is not None:
+            kernels.append(loop)
+            return loop
     if node.op != "fused":
         return host_call(node)
     kernel = build_kernel(node, target=target, in_place=in_place)

@@ -1,0 +1,112 @@
+"""Concatenations of short rows run as a generated copy loop (``codegen/concat.py``); the
+others, and any call whose inputs' rows are not unit-stride, stay NumPy's. Every result is
+compared with NumPy's (``tests/oracle.py``: integer and bool exactly)."""
+import numpy as np
+import pytest
+
+import fusejit
+from fusejit.codegen.concat import MIN_BYTES, loop_source
+from tests.oracle import assert_same, check_calls
+
+
+def _kinds(compiled, *args) -> list[str]:
+    return [k.kind for k in compiled.explain(*args).kernels]
+
+
+def _im2col(x):
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1)))
+    windows = [xp[:, i:i + x.shape[1], j:j + x.shape[2]] for i in range(3) for j in range(3)]
+    return np.stack(windows, axis=1) * 2
+
+
+def _three_ways(a, b):
+    return (np.concatenate([a, b, a], axis=0), np.concatenate([a, b], axis=1),
+            np.stack([a, b], axis=2))
+
+
+def _mixed_views(a):
+    rows = a[::-1]                                  # negative stride across rows
+    window = a[:, 1:a.shape[1] - 1]                 # strided rows, unit-stride within
+    spread = np.broadcast_to(a[0], a.shape)         # stride 0 across rows
+    return np.concatenate([rows[:, 1:-1], window, spread[:, 2:]], axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8,
+                                   np.bool_, np.complex128])
+def test_short_rows_are_copied_by_the_loop_exactly(dtype):
+    x = (np.arange(6 * 40 * 48) % 7).astype(dtype).reshape(6, 40, 48)
+    compiled = check_calls(_im2col, lambda call: (x + np.asarray(call).astype(dtype),))
+    assert "concatenate" in _kinds(compiled, x)
+
+
+@pytest.mark.parametrize("shape", [(512, 64), (700, 17), (64, 1030)])
+def test_each_axis_and_ragged_rows(shape):
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    compiled = check_calls(_three_ways, lambda call: (a + call, a * 2 - call))
+    # the stack along a new last axis has rows of one element: NumPy's
+    assert _kinds(compiled, a, a).count("concatenate") == 2
+
+
+def test_views_with_any_stride_across_rows():
+    a = np.arange(400 * 96, dtype=np.float64).reshape(400, 96)
+    compiled = check_calls(_mixed_views, lambda call: (a - call,))
+    assert "concatenate" in _kinds(compiled, a)
+
+
+def test_inputs_laid_out_by_columns_are_left_to_numpy():
+    # The same compiled program meets a transposed argument: its rows are columns of memory,
+    # which the loop declines before writing anything, and NumPy concatenates.
+    def f(a, b):
+        return np.concatenate([a, b], axis=1)
+
+    a = np.arange(200 * 80, dtype=np.float32).reshape(200, 80)
+    compiled = fusejit.compile(f)
+    assert_same(compiled(a, a + 1), f(a, a + 1))
+    assert "concatenate" in _kinds(compiled, a, a)
+    for b in (np.asfortranarray(a), a.T.copy().T, a[:, ::-1]):
+        assert_same(compiled(a, b), f(a, b))
+        assert_same(compiled(b, a), f(b, a))
+
+
+@pytest.mark.parametrize("case", ["small", "single-element rows", "float16"])
+def test_numpy_concatenates_where_it_is_as_fast_or_numba_cannot(case):
+    n = MIN_BYTES // 8
+    a = {"small": np.ones((4, 8)), "single-element rows": np.ones((n, 1)),
+         "float16": np.ones((n, 4), np.float16)}[case]
+
+    def f(a, b):
+        return np.concatenate([a, b], axis=1) + 1
+
+    compiled = check_calls(f, lambda call: (a + call, a * 3))
+    assert "concatenate" not in _kinds(compiled, a, a)
+
+
+def test_the_loop_writes_into_the_arena_and_its_result_is_numpys():
+    from bench.models import conv
+    (x, w, b), _ = conv.make_inputs(size="quick")
+    compiled = check_calls(conv.conv2d_relu, lambda call: (x + call, w, b))
+    assert "concatenate" in _kinds(compiled, x, w, b)
+    program = compiled.entry_for(x, w, b).paths[0].program
+    looped = [i for i, step in enumerate(program.steps) if type(step.fn).__name__ == "ConcatLoop"]
+    assert looped and all(program.steps[i].in_arena for i in looped)
+
+
+def test_a_returned_concatenation_is_a_fresh_writeable_array():
+    def f(a):
+        joined = np.concatenate([a, a * 2], axis=1)
+        joined[0, 0] = -1
+        return joined, a
+
+    a = np.arange(300 * 64, dtype=np.float32).reshape(300, 64)
+    compiled = check_calls(f, lambda call: (a + call,))
+    out, _ = compiled(a)
+    assert out.flags.c_contiguous and out.flags.writeable and out.flags.owndata
+
+
+def test_the_loop_source_walks_the_result_in_order():
+    source = loop_source(2, 3, 1)
+    body = source[source.index("def concat"):]
+    assert body.index("for i0 in range(out.shape[0])") < body.index("crow(in0, (i0, i1))")
+    assert body.index("crow(in0, (i0, i1))") < body.index("crow(in1, (i0, i1))")
+    assert "dst = crow(out, (i0, start + i1))" in body
+    assert "dst[start + k] = src[k]" in loop_source(2, 2, 1)
