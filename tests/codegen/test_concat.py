@@ -3,8 +3,11 @@ others, and any call whose inputs' rows are not unit-stride, stay NumPy's. Every
 compared with NumPy's (``tests/oracle.py``: integer and bool exactly)."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fusejit
+from fusejit.codegen import concat
 from fusejit.codegen.concat import MIN_BYTES, loop_source
 from tests.oracle import assert_same, check_calls
 
@@ -110,3 +113,55 @@ def test_the_loop_source_walks_the_result_in_order():
     assert body.index("crow(in0, (i0, i1))") < body.index("crow(in1, (i0, i1))")
     assert "dst = crow(out, (i0, start + i1))" in body
     assert "dst[start + k] = src[k]" in loop_source(2, 2, 1)
+
+
+@st.composite
+def _concatenations(draw):
+    """1-4 inputs of one small shape but the axis, some of them views whose rows are reversed,
+    stepped or broadcast (the loop), or transposed (NumPy's), in one dtype."""
+    ndim = draw(st.integers(1, 3))
+    shape = draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim))
+    axis = draw(st.integers(-ndim, ndim - 1))
+    dtype = draw(st.sampled_from([np.float64, np.int32, np.bool_, np.complex64]))
+    parts, kinds = [], []
+    for _ in range(draw(st.integers(1, 4))):
+        part_shape = list(shape)
+        part_shape[axis] = draw(st.integers(0, 3))
+        kind = draw(st.sampled_from(["plain", "reversed", "stepped", "broadcast", "transposed"]))
+        parts.append(_made(part_shape, dtype, kind, len(parts)))
+        kinds.append(kind)
+    return parts, axis, kinds
+
+
+def _made(shape, dtype, kind, seed):
+    size = int(np.prod(shape))
+    values = (np.arange(size) * 7 + seed * 3) % 5 - 2
+    base = values.astype(dtype).reshape(shape)
+    if kind == "reversed" and base.ndim > 1:
+        return np.ascontiguousarray(base[::-1])[::-1]
+    if kind == "stepped" and base.ndim > 1:
+        wide = np.repeat(base, 2, axis=0)
+        return wide[::2]
+    if kind == "broadcast" and base.ndim > 1 and base.shape[0]:
+        return np.broadcast_to(base[:1], base.shape)
+    if kind == "transposed" and base.ndim > 1:
+        return np.ascontiguousarray(base.T).T
+    return base
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # the same patch each
+@given(_concatenations())
+def test_the_loop_equals_numpy_on_any_small_concatenation(monkeypatch, case):
+    # every size and row length, forced through the loop (MIN_BYTES, MIN_ROW at 0)
+    monkeypatch.setattr(concat, "MIN_BYTES", 0)
+    monkeypatch.setattr(concat, "MIN_ROW", 0)
+    parts, axis, _ = case
+
+    def f(*parts):
+        return np.concatenate(parts, axis=axis) * 1
+
+    compiled = fusejit.compile(f)
+    for _ in range(2):   # the trace, then a replay
+        assert_same(f(*parts), compiled(*parts))
+    assert "concatenate" in _kinds(compiled, *parts)
