@@ -9,8 +9,10 @@ Measured on 4 MiB float32 results, serial, against ``np.concatenate``: rows of 1
 1.7-2x faster, 4-8 and 128-256 elements 1.3-1.5x, 1024 about even, single elements 6x slower
 (NumPy folds those into one axis): those, small results and inputs whose rows are not
 unit-stride stay NumPy's. The im2col of the ``conv`` workload (nine 32-element windows per
-channel): 1.83 -> 0.75 ms. A second thread does not help (the loop is bound by memory), so
-there is one variant.
+channel): 1.83 -> 0.75-0.88 ms. A second thread does not help (the loop is bound by memory),
+so there is one variant. The inputs arrive as one tuple, looped over at run time: a loop
+with one copy per input took Numba 0.9 s to compile for conv's 9 inputs and 1.7 s for the
+LSTM's 16, the tuple loop 0.3 s for any number.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ from . import source_cache
 
 MIN_BYTES = 1 << 16   # smaller results: NumPy's call costs less than a Numba dispatch (~8 us)
 MIN_ROW = 2           # single-element rows: NumPy collapses them into one long axis
-MAX_INPUTS = 32       # the loop's body has one copy per input: keep its compile time short
 LOOPABLE = frozenset("?bBhHiIlLqQfdFD")   # NumPy type characters Numba has (no float16)
 
 
@@ -30,7 +31,6 @@ def build_concat(node: Node) -> ConcatLoop | None:
     the module docstring) or Numba cannot run it."""
     out = node.out.type
     if not (out.ndim and out.nbytes >= MIN_BYTES and out.dtype.char in LOOPABLE
-            and len(node.inputs) <= MAX_INPUTS
             and all(v.type.dtype == out.dtype and v.type.shape[-1] >= MIN_ROW
                     for v in node.inputs)):
         return None
@@ -39,8 +39,10 @@ def build_concat(node: Node) -> ConcatLoop | None:
 
 class ConcatLoop:
     """``__call__(*inputs, out=None)`` -> ``(result,)``, like the NumPy step it replaces;
-    ``out``: the arena's view to write into. Inputs whose rows are not unit-stride (a
-    transpose, a reversed view) are concatenated by NumPy."""
+    ``out``: the arena's view to write into. The inputs go to the loop as one tuple, which
+    Numba types only when they share one array type: inputs of mixed layouts (a C-ordered
+    array beside a sliced view) or mixed writeability are concatenated by NumPy, and so are
+    inputs whose rows are not unit-stride (a transpose, a reversed last axis)."""
 
     kind = "concatenate"
 
@@ -48,7 +50,7 @@ class ConcatLoop:
         self.node, self.axis = node, node.attr["axis"]
         self.shape, self.dtype = node.out.type.shape, node.out.type.dtype
         self.name = f"concatenate_{len(node.inputs)}x{node.out.type.ndim}d"
-        file_source = loop_source(len(node.inputs), node.out.type.ndim, self.axis)
+        file_source = loop_source(node.out.type.ndim, self.axis)
         self.key = source_cache.source_key(file_source)
         self.module = source_cache.load_module(self.key, file_source)
         where = f"{node.loc.file}:{node.loc.line}" if node.loc is not None else "<unknown>"
@@ -60,55 +62,72 @@ class ConcatLoop:
 
     def __call__(self, *inputs, out=None):
         result = np.empty(self.shape, self.dtype) if out is None else out[0]
-        if not (all(type(x) is np.ndarray for x in inputs)
-                and self.module.concat(result, *inputs)):
+        if not (_one_type(inputs) and self.module.concat(result, inputs)):
             np.concatenate(inputs, self.axis, out=result)
         return (result,)
 
 
-def loop_source(n_inputs: int, ndim: int, axis: int) -> str:
-    """A module with ``concat(out, in0, ...)``: False (nothing written) when a row of an
-    operand is not unit-stride, else True with ``out`` filled. Loops over the axes before
-    ``axis`` enclose one block per input (its axes from ``axis`` on); the last axis is the
-    row."""
-    names = [f"in{j}" for j in range(n_inputs)]
-    checks = " and ".join(f"unit_row({name})" for name in ["out", *names])
-    lines = [f"def concat(out, {', '.join(names)}):",
-             f"    if not ({checks}):",
-             "        return False"]
+def _one_type(arrays) -> bool:
+    """Whether Numba gives every array the same type (dtype and rank agree already): the same
+    layout ("C" where C-contiguous, else "F" where F-contiguous, else "A"), writeability and
+    alignment."""
+    first = arrays[0]
+    if type(first) is not np.ndarray:
+        return False
+    flags = first.flags
+    kind = (flags.c_contiguous, flags.c_contiguous or flags.f_contiguous, flags.writeable,
+            flags.aligned)
+    for x in arrays[1:]:
+        if type(x) is not np.ndarray:
+            return False
+        flags = x.flags
+        if (flags.c_contiguous, flags.c_contiguous or flags.f_contiguous, flags.writeable,
+                flags.aligned) != kind:
+            return False
+    return True
+
+
+def loop_source(ndim: int, axis: int) -> str:
+    """A module with ``concat(out, inputs)`` (``inputs``: a tuple of arrays of one type):
+    False (nothing written) when a row of an operand is not unit-stride, else True with
+    ``out`` filled. Loops over the axes before ``axis`` enclose a loop over the inputs, each
+    copied over its axes from ``axis`` on; the last axis is the row. One body serves any
+    number of inputs, so Numba compiles one per rank, axis and array type."""
+    last = ndim - 1
+    lines = ["def concat(out, inputs):",
+             "    if not unit_row(out):",
+             "        return False",
+             "    for j in range(len(inputs)):",
+             "        if not unit_row(inputs[j]):",
+             "            return False"]
     indent = "    "
     for d in range(axis):
         lines.append(f"{indent}for i{d} in range(out.shape[{d}]):")
         indent += "    "
-    lines.append(f"{indent}start = 0")
-    for name in names:
-        lines += _block(name, ndim, axis, indent)
-        lines.append(f"{indent}start += {name}.shape[{axis}]")
-    lines.append("    return True")
-    from . import _prelude_hash  # Numba's disk cache tracks this file only
-
-    header = (f"# prelude {_prelude_hash()}\n"
-              f"# fusejit concatenate loop (generated): {n_inputs} inputs of rank {ndim} "
-              f"along axis {axis}\nimport numba\n\nfrom fusejit.codegen.prelude import crow, "
-              f"unit_row\n\n\n@numba.njit(cache=True, error_model=\"numpy\")\n")
-    return header + "\n".join(lines) + "\n"
-
-
-def _block(name: str, ndim: int, axis: int, indent: str) -> list[str]:
-    """The copy of input ``name`` into its slab: loops over its axes from ``axis`` to the
-    last but one, then its row (offset by ``start`` when ``axis`` is the last axis)."""
-    last, lines = ndim - 1, []
+    lines += [f"{indent}start = 0",
+              f"{indent}for j in range(len(inputs)):",
+              f"{indent}    part = inputs[j]"]
+    indent += "    "
     for d in range(axis, last):
-        lines.append(f"{indent}for i{d} in range({name}.shape[{d}]):")
+        lines.append(f"{indent}for i{d} in range(part.shape[{d}]):")
         indent += "    "
     lead = [f"i{d}" for d in range(last)]
     into = [f"start + i{d}" if d == axis else f"i{d}" for d in range(last)]
     shift = "start + " if axis == last else ""
-    lines += [f"{indent}src = crow({name}, {_tuple(lead)})",
+    lines += [f"{indent}src = crow(part, {_tuple(lead)})",
               f"{indent}dst = crow(out, {_tuple(into)})",
-              f"{indent}for k in range({name}.shape[{last}]):",
+              f"{indent}for k in range(part.shape[{last}]):",
               f"{indent}    dst[{shift}k] = src[k]"]
-    return lines
+    indent = indent[:4 * (axis + 2)]
+    lines += [f"{indent}start += part.shape[{axis}]",
+              "    return True"]
+    from . import _prelude_hash  # Numba's disk cache tracks this file only
+
+    header = (f"# prelude {_prelude_hash()}\n"
+              f"# fusejit concatenate loop (generated): rank {ndim}, along axis {axis}\n"
+              f"import numba\n\nfrom fusejit.codegen.prelude import crow, unit_row\n\n\n"
+              f"@numba.njit(cache=True, error_model=\"numpy\")\n")
+    return header + "\n".join(lines) + "\n"
 
 
 def _tuple(items: list[str]) -> str:

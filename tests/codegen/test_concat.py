@@ -27,11 +27,15 @@ def _three_ways(a, b):
             np.stack([a, b], axis=2))
 
 
-def _mixed_views(a):
+def _views(a):
     rows = a[::-1]                                  # negative stride across rows
     window = a[:, 1:a.shape[1] - 1]                 # strided rows, unit-stride within
-    spread = np.broadcast_to(a[0], a.shape)         # stride 0 across rows
-    return np.concatenate([rows[:, 1:-1], window, spread[:, 2:]], axis=1)
+    return np.concatenate([rows[:, 1:-1], window, a[::2].repeat(2, 0)[:, 2:]], axis=1)
+
+
+def _broadcasts(a):
+    spread = np.broadcast_to(a[0], a.shape)         # read-only, stride 0 across rows
+    return np.concatenate([spread, np.broadcast_to(a[-1], a.shape)], axis=0)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8,
@@ -50,10 +54,28 @@ def test_each_axis_and_ragged_rows(shape):
     assert _kinds(compiled, a, a).count("concatenate") == 2
 
 
-def test_views_with_any_stride_across_rows():
+@pytest.mark.parametrize("fn", [_views, _broadcasts])
+def test_views_with_any_stride_across_rows(fn):
     a = np.arange(400 * 96, dtype=np.float64).reshape(400, 96)
-    compiled = check_calls(_mixed_views, lambda call: (a - call,))
+    compiled = check_calls(fn, lambda call: (a - call,))
     assert "concatenate" in _kinds(compiled, a)
+
+
+def test_the_loop_copies_views_of_one_type_itself():
+    # views of any stride across rows, of one Numba type: the loop runs (returns True)
+    a = np.arange(300 * 40, dtype=np.float32).reshape(300, 40)
+    for parts in ([a[::-1, 1:], a[::2, :-1].repeat(2, 0)[::2]], [np.broadcast_to(a[0], a.shape),
+                                                                 np.broadcast_to(a[1], a.shape)]):
+        loop = _loop(fusejit.compile(lambda *p: np.concatenate(p, axis=0)), parts)
+        out = np.full((sum(p.shape[0] for p in parts), parts[0].shape[1]), np.nan, np.float32)
+        assert loop.module.concat(out, tuple(parts))
+        np.testing.assert_array_equal(out, np.concatenate(parts, axis=0))
+
+
+def _loop(compiled, parts):
+    compiled(*parts)
+    program = compiled.entry_for(*parts).paths[0].program
+    return next(k for k in program.kernels if getattr(k, "kind", "") == "concatenate")
 
 
 def test_inputs_laid_out_by_columns_are_left_to_numpy():
@@ -107,12 +129,14 @@ def test_a_returned_concatenation_is_a_fresh_writeable_array():
 
 
 def test_the_loop_source_walks_the_result_in_order():
-    source = loop_source(2, 3, 1)
-    body = source[source.index("def concat"):]
-    assert body.index("for i0 in range(out.shape[0])") < body.index("crow(in0, (i0, i1))")
-    assert body.index("crow(in0, (i0, i1))") < body.index("crow(in1, (i0, i1))")
+    # the loop over the inputs runs inside the loops over the axes before ``axis``: each
+    # stretch of the result is written whole before the next
+    body = loop_source(3, 1)
+    body = body[body.index("def concat"):]
+    assert body.index("for i0 in range(out.shape[0])") < body.index("part = inputs[j]")
+    assert body.index("part = inputs[j]") < body.index("for i1 in range(part.shape[1])")
     assert "dst = crow(out, (i0, start + i1))" in body
-    assert "dst[start + k] = src[k]" in loop_source(2, 2, 1)
+    assert "dst[start + k] = src[k]" in loop_source(2, 1)
 
 
 @st.composite
