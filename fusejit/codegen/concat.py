@@ -68,23 +68,19 @@ class ConcatLoop:
 
 
 def _one_type(arrays) -> bool:
-    """Whether Numba gives every array the same type (dtype and rank agree already): the same
-    layout ("C" where C-contiguous, else "F" where F-contiguous, else "A"), writeability and
-    alignment."""
-    first = arrays[0]
-    if type(first) is not np.ndarray:
-        return False
-    flags = first.flags
-    kind = (flags.c_contiguous, flags.c_contiguous or flags.f_contiguous, flags.writeable,
+    """Whether Numba gives every array the same type (dtype and rank agree already)."""
+    first = _numba_kind(arrays[0])
+    return first is not None and all(_numba_kind(x) == first for x in arrays[1:])
+
+
+def _numba_kind(x) -> tuple | None:
+    """What of an array's Numba type its dtype and rank leave open: its layout ("C" where
+    C-contiguous, else "F" where F-contiguous, else "A"), writeability and alignment."""
+    if type(x) is not np.ndarray:
+        return None
+    flags = x.flags
+    return (flags.c_contiguous, flags.f_contiguous and not flags.c_contiguous, flags.writeable,
             flags.aligned)
-    for x in arrays[1:]:
-        if type(x) is not np.ndarray:
-            return False
-        flags = x.flags
-        if (flags.c_contiguous, flags.c_contiguous or flags.f_contiguous, flags.writeable,
-                flags.aligned) != kind:
-            return False
-    return True
 
 
 def loop_source(ndim: int, axis: int) -> str:
@@ -100,14 +96,15 @@ def loop_source(ndim: int, axis: int) -> str:
              "    for j in range(len(inputs)):",
              "        if not unit_row(inputs[j]):",
              "            return False"]
-    indent = "    "
+    outer = "    "
     for d in range(axis):
-        lines.append(f"{indent}for i{d} in range(out.shape[{d}]):")
-        indent += "    "
-    lines += [f"{indent}start = 0",
-              f"{indent}for j in range(len(inputs)):",
-              f"{indent}    part = inputs[j]"]
-    indent += "    "
+        lines.append(f"{outer}for i{d} in range(out.shape[{d}]):")
+        outer += "    "
+    each = outer + "    "   # the body of the loop over the inputs
+    lines += [f"{outer}start = 0",
+              f"{outer}for j in range(len(inputs)):",
+              f"{each}part = inputs[j]"]
+    indent = each
     for d in range(axis, last):
         lines.append(f"{indent}for i{d} in range(part.shape[{d}]):")
         indent += "    "
@@ -117,9 +114,8 @@ def loop_source(ndim: int, axis: int) -> str:
     lines += [f"{indent}src = crow(part, {_tuple(lead)})",
               f"{indent}dst = crow(out, {_tuple(into)})",
               f"{indent}for k in range(part.shape[{last}]):",
-              f"{indent}    dst[{shift}k] = src[k]"]
-    indent = indent[:4 * (axis + 2)]
-    lines += [f"{indent}start += part.shape[{axis}]",
+              f"{indent}    dst[{shift}k] = src[k]",
+              f"{each}start += part.shape[{axis}]",
               "    return True"]
     from . import _prelude_hash  # Numba's disk cache tracks this file only
 

@@ -268,7 +268,7 @@ def kernel_info(node: Node) -> KernelInfo:
                       sum(v.type.nbytes for v in node.outputs), intermediates)
 
 
-def loop_info(loop) -> KernelInfo:
+def loop_info(loop: ConcatLoop) -> KernelInfo:
     node = loop.node
     return KernelInfo(loop.name, loop.kind, ((node.op, node.loc),),
                       sum(v.type.nbytes for v in node.inputs), node.out.type.nbytes, 0)
