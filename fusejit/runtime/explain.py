@@ -300,15 +300,19 @@ def stage_text(tree, stage: str) -> str:
 
 def kernels_text(entry) -> str:
     blocks = []
+    loops = {k.node: k for k in entry.program.kernels if isinstance(k, ConcatLoop)}
     for node in entry.pipeline.graph.nodes:
-        if node.op != "fused":
+        if node.op != "fused" and node not in loops:
             continue
-        info = kernel_info(node)
+        info = loop_info(loops[node]) if node in loops else kernel_info(node)
         header = [f"# kernel {info.name} [{info.kind}] target=cpu",
                   f"#   reads {info.bytes_read} B, writes {info.bytes_written} B, "
                   f"{info.intermediates} intermediates never materialized"]
         header += [f"#   {op:<12} {_loc(loc)}" for op, loc in info.source_ops]
-        blocks.append("\n".join(header) + "\n" + print_graph(node.attr["body"]))
+        body = (f"# a copy loop (codegen/concat.py), {len(node.inputs)} inputs along axis "
+                f"{node.attr['axis']}: --stage source prints it\n" if node in loops
+                else print_graph(node.attr["body"]))
+        blocks.append("\n".join(header) + "\n" + body)
     return "\n".join(blocks) if blocks else "# no kernels\n"
 
 

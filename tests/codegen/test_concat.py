@@ -106,6 +106,16 @@ def test_numpy_concatenates_where_it_is_as_fast_or_numba_cannot(case):
     assert "concatenate" not in _kinds(compiled, a, a)
 
 
+def test_explain_and_the_kernel_stages_show_the_loop():
+    x = np.ones((6, 40, 48), np.float32)
+    compiled = fusejit.compile(_im2col)
+    compiled(x)
+    assert "concatenate_9x4d  [concatenate] fuses 1 op" in str(compiled.explain(x))
+    assert "# a copy loop (codegen/concat.py), 9 inputs along axis 1" in compiled.ir(
+        x, stage="kernels")
+    assert "def concat(out, inputs):" in compiled.ir(x, stage="source")
+
+
 def test_the_loop_writes_into_the_arena_and_its_result_is_numpys():
     from bench.models import conv
     (x, w, b), _ = conv.make_inputs(size="quick")
