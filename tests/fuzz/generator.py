@@ -24,6 +24,7 @@ from tests.fuzz.programs import (
     INEXACT_REDUCTIONS,
     INEXACT_UNARY,
     INT_EXPONENTS,
+    LARGE,
     MAX_NDIM,
     MAX_SIZE,
     REDUCTIONS,
@@ -479,8 +480,17 @@ _WEIGHTED = tuple(name for name, weight in WEIGHTS.items() for _ in range(weight
 @st.composite
 def shapes(draw, max_dims=4):
     """0-d to 4-d; dims of 1 (broadcast), small sizes, and rarely 0 (listed last: hypothesis
-    shrinks toward the first choice)."""
-    return tuple(draw(st.lists(st.sampled_from([2, 3, 1, 4, 0]), max_size=max_dims)))
+    shrinks toward the first choice). With ``LARGE``, dims up to 1,030, a dim that would take
+    the shape past 300k elements drawn as 3."""
+    if not LARGE:
+        return tuple(draw(st.lists(st.sampled_from([2, 3, 1, 4, 0]), max_size=max_dims)))
+    dims, size = [], 1
+    for dim in draw(st.lists(st.sampled_from([2, 3, 1, 67, 130, 257, 0, 1030]),
+                             max_size=max_dims)):
+        dim = dim if size * max(dim, 1) <= 300_000 else 3
+        dims.append(dim)
+        size *= max(dim, 1)
+    return tuple(dims)
 
 
 @st.composite

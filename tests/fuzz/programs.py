@@ -15,12 +15,17 @@ difference before ``floor`` is not a bug, and comparing it would only make noise
 from __future__ import annotations
 
 import linecache
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 DTYPES = ("float32", "float64", "int32", "int64", "bool")
-MAX_SIZE = 2048
+# ``FUSEJIT_FUZZ_SHAPES=large``: dims up to 1,030 and values up to 400k elements, which reach
+# what tiny arrays never do (parallel variants, tiled copies of column-ordered inputs, the
+# arena, concatenation loops); off by default: such programs take seconds each
+LARGE = os.environ.get("FUSEJIT_FUZZ_SHAPES") == "large"
+MAX_SIZE = 400_000 if LARGE else 2048
 MAX_NDIM = 5
 
 UNARY_FUNCS = ("negative", "absolute", "exp", "expm1", "log", "log1p", "sqrt", "tanh", "sin",
