@@ -114,8 +114,13 @@ def _header(node: Node, plan: KernelPlan, key: str, source_ops) -> str:
              f"# loops: {' '.join(plan.loop_dims_text())}"]
     lines += [f"# accumulator: {reductions.describe(r, plan.zero_d, plan.columns)}"
               for r in plan.reduces]
-    lines.append("# fuses:")
+    return "\n".join(lines + fuses_lines(source_ops)) + "\n"
+
+
+def fuses_lines(source_ops) -> list[str]:
+    """The header's ``# fuses:`` block: each source op with its ``file:line``."""
+    lines = ["# fuses:"]
     for op, loc in source_ops:
         where = f"{loc.file}:{loc.line}" if loc is not None else "<unknown>"
         lines.append(f"#   {op:<12} {where}")
-    return "\n".join(lines) + "\n"
+    return lines

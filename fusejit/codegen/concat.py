@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Node
-from . import source_cache
+from . import _prelude_hash, fuses_lines, source_cache
 
 MIN_BYTES = 1 << 16   # smaller results: NumPy's call costs less than a Numba dispatch (~8 us)
 MIN_ROW = 2           # single-element rows: NumPy collapses them into one long axis
@@ -53,9 +53,9 @@ class ConcatLoop:
         file_source = loop_source(node.out.type.ndim, self.axis)
         self.key = source_cache.source_key(file_source)
         self.module = source_cache.load_module(self.key, file_source)
-        where = f"{node.loc.file}:{node.loc.line}" if node.loc is not None else "<unknown>"
-        self.source = (f"# kernel {self.name}  target=cpu  kind=concatenate  key={self.key}\n"
-                       f"# fuses:\n#   concatenate  {where}\n{file_source}")
+        header = [f"# kernel {self.name}  target=cpu  kind=concatenate  key={self.key}",
+                  *fuses_lines([(node.op, node.loc)])]
+        self.source = "\n".join(header) + "\n" + file_source
 
     def __repr__(self):
         return f"ConcatLoop({self.name}, key={self.key})"
@@ -117,9 +117,7 @@ def loop_source(ndim: int, axis: int) -> str:
               f"{indent}    dst[{shift}k] = src[k]",
               f"{each}start += part.shape[{axis}]",
               "    return True"]
-    from . import _prelude_hash  # Numba's disk cache tracks this file only
-
-    header = (f"# prelude {_prelude_hash()}\n"
+    header = (f"# prelude {_prelude_hash()}\n"   # Numba's disk cache tracks this file only
               f"# fusejit concatenate loop (generated): rank {ndim}, along axis {axis}\n"
               f"import numba\n\nfrom fusejit.codegen.prelude import crow, unit_row\n\n\n"
               f"@numba.njit(cache=True, error_model=\"numpy\")\n")

@@ -208,7 +208,7 @@ def _explain_path(compiled, entry, cache) -> Explanation:
                          notes=tuple(entry.trace.notes), cache=cache)
     program = entry.program
     runs = set(getattr(program, "graph", graph).nodes)
-    loops = {k.node: k for k in program.kernels if isinstance(k, ConcatLoop)}
+    loops = _concat_loops(program)
     for node in graph.nodes:
         if node in loops:   # codegen/concat.py: a generated copy loop, not NumPy's
             result.kernels.append(loop_info(loops[node]))
@@ -268,6 +268,11 @@ def kernel_info(node: Node) -> KernelInfo:
                       sum(v.type.nbytes for v in node.outputs), intermediates)
 
 
+def _concat_loops(program) -> dict[Node, ConcatLoop]:
+    """The concatenate nodes the program runs as copy loops (``codegen/concat.py``)."""
+    return {k.node: k for k in program.kernels if isinstance(k, ConcatLoop)}
+
+
 def loop_info(loop: ConcatLoop) -> KernelInfo:
     node = loop.node
     return KernelInfo(loop.name, loop.kind, ((node.op, node.loc),),
@@ -300,7 +305,7 @@ def stage_text(tree, stage: str) -> str:
 
 def kernels_text(entry) -> str:
     blocks = []
-    loops = {k.node: k for k in entry.program.kernels if isinstance(k, ConcatLoop)}
+    loops = _concat_loops(entry.program)
     for node in entry.pipeline.graph.nodes:
         if node.op != "fused" and node not in loops:
             continue
