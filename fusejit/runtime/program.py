@@ -124,7 +124,7 @@ class Program:
         return self._run(inputs)
 
     def _run(self, inputs) -> list:
-        if self.compiled and not self.checks:
+        if self.compiled:
             fast = self.__dict__.get("_fast")
             if fast is None:
                 fast = self._fast = straight_line(self)
@@ -186,11 +186,13 @@ def _same_memory(a, b) -> bool:
 
 def straight_line(program: Program):
     """The replay hot path as generated straight-line Python: each slot a local variable, each
-    buffer dropped (``del``) right after its last use -- no per-step list or loop overhead."""
-    names = {"np": np, "arena": program.arena}
+    buffer dropped (``del``) right after its last use, each guard checked where its value is
+    computed -- no per-step list or loop overhead."""
+    names = {"np": np, "arena": program.arena, "GuardFailed": GuardFailed}
     lines = [f"    {_unpack([f's{i}' for i in range(program.n_inputs)])} = inputs"]
     lines += [f"    s{slot} = constant{slot}" for slot in program.constants]
     names.update({f"constant{slot}": value for slot, value in program.constants.items()})
+    lines += _guard_lines(program.checks.get(-1, ()), "before", names)
     for index, step in enumerate(program.steps):
         names[f"step{index}"] = getattr(step.fn, "fast_call", step.fn)
         args = [f"s{i}" for i in step.inputs]
@@ -198,6 +200,7 @@ def straight_line(program: Program):
             args.append(f"out=arena.views({index})")
         lines.append(f"    {_unpack([f's{o}' for o in step.outputs])} = "
                      f"step{index}({', '.join(args)})")
+        lines += _guard_lines(program.checks.get(index, ()), index, names)
         if step.frees:
             lines.append("    del " + ", ".join(f"s{slot}" for slot in step.frees))
     outputs = ", ".join(f"np.array(s{i})" if i in program.constants else f"s{i}"
@@ -206,6 +209,16 @@ def straight_line(program: Program):
     source = "def replay(inputs):\n" + "\n".join(lines) + "\n"
     exec(compile(source, f"<fusejit replay of {program.graph.name}>", "exec"), names)  # noqa: S102
     return names["replay"]
+
+
+def _guard_lines(guards, where, names) -> list[str]:
+    """``straight_line``'s checks of the guards on slots computed by step ``where``."""
+    lines = []
+    for k, guard in enumerate(guards):
+        names[f"guard_{where}_{k}"] = guard
+        lines += [f"    if not guard_{where}_{k}.holds(s{guard.slot}):",
+                  f"        raise GuardFailed(guard_{where}_{k})"]
+    return lines
 
 
 def _unpack(targets: list[str]) -> str:

@@ -1,6 +1,6 @@
 """The replay fast path (generated straight-line entry and kernel calls) returns what eager NumPy
-returns: every kind of output leaf, arguments passed through, and the cases it hands back to
-the general path (writes back to arguments, guards)."""
+returns: every kind of output leaf, arguments passed through, guards checked on the way, and the
+cases it hands back to the general path (writes back to arguments)."""
 import numpy as np
 
 import fusejit
@@ -93,6 +93,24 @@ def test_a_guarded_branch_still_picks_its_path_on_replay():
         assert_same(body(x), compiled(x))
     (tree,) = compiled._entries.values()
     assert [path.hits for path in tree.paths] == [1, 1]  # a failed guard is not a hit
+
+
+def test_guards_are_checked_in_the_generated_replay_where_their_value_is_computed():
+    # The guard's value comes from a kernel and a reduction: the straight-line replay checks it
+    # right after that step, and a failed check there moves to the other path.
+    def body(x):
+        y = np.tanh(x) * 2
+        if y.sum() > 0:
+            return y + 1
+        return np.exp(y)
+
+    compiled = fusejit.compile(body)
+    up, down = np.linspace(0.1, 1, 6).reshape(2, 3), np.linspace(-1, -0.1, 6).reshape(2, 3)
+    for x in (up, down, up, down, up, down):   # each path: traced, run once, replayed
+        assert_same(body(x), compiled(x))
+    (tree,) = compiled._entries.values()
+    assert [path.hits for path in tree.paths] == [2, 2]
+    assert all(path.program.__dict__.get("_fast") is not None for path in tree.paths)
 
 
 def test_a_kernel_without_inputs_replays():
