@@ -360,22 +360,40 @@ def _no_threading_layer(exc: ValueError) -> bool:
 
 
 def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, names) -> list[str]:
-    """``fast_call``'s ``out`` branches but the last: allocate, or unpack a complete tuple."""
+    """``fast_call``'s ``out`` branches but the last: allocate, unpack a complete tuple, or
+    complete a list (the arena's views of a step whose other outputs the caller sees). The
+    kernel stores a 0-d output through a (1,) view of it (``o``); the caller gets ``r``."""
+    calls, zero_d = {}, set()
+    for k, (name, (alloc, shape, dtype)) in enumerate(zip(outs, kernel._out_specs,
+                                                          strict=True)):
+        if k not in kernel.in_place:   # one stored over its input: nothing to allocate
+            names[f"dtype_{name}"] = dtype
+            large = math.prod(alloc) * np.dtype(dtype).itemsize >= MIN_BYTES
+            calls[name] = f"apart({alloc!r}, dtype_{name}, {inputs})" if large else \
+                f"empty({alloc!r}, dtype_{name})"
+            if not shape:
+                zero_d.add(name)
     lines = ["    if out is None:"]
-    for k, (name, (alloc, _, dtype)) in enumerate(zip(outs, kernel._out_specs, strict=True)):
-        if k in kernel.in_place:   # stored over its input: nothing to allocate
+    lines += [f"        {name} = {calls.get(name, 'None')}" for name in outs]
+    results = [f"{o}.reshape(())" if o in zero_d else o for o in outs]
+    lines += [f"        result = ({', '.join(results)},)",
+              "    elif type(out) is tuple:", f"        ({', '.join(outs)},) = result = out"]
+    lines += [f"        {o} = {o}.reshape((1,))" for o in outs if o in zero_d]
+    lines.append("    elif type(out) is list:")
+    for k, name in enumerate(outs):
+        if name not in calls:
             lines.append(f"        {name} = None")
-            continue
-        names[f"dtype_{name}"] = dtype
-        large = math.prod(alloc) * np.dtype(dtype).itemsize >= MIN_BYTES
-        call = f"apart({alloc!r}, dtype_{name}, {inputs})" if large else \
-            f"empty({alloc!r}, dtype_{name})"
-        lines.append(f"        {name} = {call}")
-    results = [o if spec[1] else f"{o}.reshape(())" for o, spec in zip(outs, kernel._out_specs,
-                                                                        strict=True)]
+        elif name in zero_d:
+            r = "r" + name[1:]
+            lines += [f"        {r} = out[{k}]", f"        if {r} is None:",
+                      f"            {name} = {calls[name]}",
+                      f"            {r} = {name}.reshape(())",
+                      "        else:", f"            {name} = {r}.reshape((1,))"]
+        else:
+            lines += [f"        {name} = out[{k}]",
+                      f"        if {name} is None: {name} = {calls[name]}"]
+    results = ["r" + o[1:] if o in zero_d else o for o in outs]
     lines.append(f"        result = ({', '.join(results)},)")
-    if not kernel._zero_d_out:  # arena views of 0-d outputs need __call__'s reshape
-        lines += ["    elif type(out) is tuple:", f"        ({', '.join(outs)},) = result = out"]
     return lines
 
 
@@ -399,6 +417,10 @@ def _specialize(kernel: CompiledKernel):
                 result = (o0,)
             elif type(out) is tuple:
                 (o0,) = result = out
+            elif type(out) is list:
+                o0 = out[0]
+                if o0 is None: o0 = empty((4, 5), dtype_o0)
+                result = (o0,)
             else:
                 return kernel(in0, in1, in2, out=out)
             if type(in0) is not ndarray or in0.shape != (4, 5): in0 = coerce(in0, (4, 5))
