@@ -18,6 +18,7 @@ from ..logs import topic
 from ..tracer import flatten, pystate, trace
 from ..tracer.captures import method_owner
 from ..tracer.returned_containers import fill
+from .binding import StaticSplit
 from .deferred_writes import written_inputs
 from .device import copy_into, host_copies, to_device
 from .entries import (
@@ -170,6 +171,7 @@ class CompiledFunction:
         self._signature = inspect.signature(fn)
         _check_static_argnames(static_argnames, self._signature, self.__qualname__)
         self._churn = StaticChurn(self.__qualname__, self._signature)
+        self._split = StaticSplit(self._signature, static_argnames or ())
         self._plain_target = (self.target, None)   # the key's last part without static args
         self._entries: dict = {}
         self._watches: dict = {}   # place -> pystate.Watch: Python state a trace changed
@@ -251,15 +253,13 @@ class CompiledFunction:
         """``static_argnames`` become part of a partial: never traced, always in the key."""
         if not self.static_argnames:
             return self.fn, args, kwargs, None
-        bound = self._signature.bind(*args, **kwargs)
-        statics = {n: bound.arguments.pop(n) for n in self.static_argnames
-                   if n in bound.arguments}
+        statics, args, kwargs = self._split(args, kwargs)
         fn = self.fn
         if isinstance(fn, functools.partial):   # one partial: its bound arrays are captures
             fn = functools.partial(fn.func, *fn.args, **{**fn.keywords, **statics})
         else:
             fn = functools.partial(fn, **statics)
-        return fn, bound.args, bound.kwargs, _Static(statics)
+        return fn, args, kwargs, _Static(statics)
 
     def _run_eager(self, fn, args, kwargs, reason):
         log.info("%s runs eagerly: %s", self.__qualname__, reason)
