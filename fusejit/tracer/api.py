@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir import Graph, TensorType, Var
-from . import audit, capture_proxies, layouts, none_reads, returned_containers
+from . import audit, capture_proxies, layouts, none_reads, returned_containers, type_checks
 from .captures import Capture, Roots
 from .containers import detect_container_writes, pair_containers, share_repeated
 from .context import Fallback, Recorder, active, sanitize, set_active
@@ -172,7 +172,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
         with traced_conversions(), _shuffle_refused(), \
                 capture_proxies.proxied(fn, recorder, leaves, hints) as body:
             try:
-                result = body(*proxy_args, **proxy_kwargs)
+                with type_checks.watched(recorder):
+                    result = body(*proxy_args, **proxy_kwargs)
             except (ValueError, NotImplementedError, UserWarning) as exc:
                 if needs_ndarray(exc):
                     refused = UnsupportedError(NDARRAY_ONLY.format(exc))

@@ -174,12 +174,7 @@ class _Swaps:
         into a list, dict or object reached from a global or closure (``CACHE[k] =
         np.empty(n)``) is a side effect replay would lose: its array is stored instead, and
         the signature runs eagerly (argument objects: ``side_effects.detect``)."""
-        for slots in self.containers.values():
-            for key, item in _items(slots):
-                if id(item) in self.arrays:      # a proxy (each stays alive in ``proxies``)
-                    slots[key] = self.arrays[id(item)]
-                elif id(item) in self.originals and self.originals[id(item)][1] is item:
-                    slots[key] = self.originals[id(item)][0]
+        self.unswap()
         for slots in self.shared:
             for key, item in _items(slots):
                 if isinstance(item, Tracer) or has_traced(item):
@@ -188,6 +183,16 @@ class _Swaps:
                         LEAKED_INTO.format(type(slots.target).__name__)
                         if isinstance(slots, _Subclass) else LEAKED, None)
             self._check_state(slots)
+
+    def unswap(self) -> None:
+        """Every swapped slot that holds a proxy gets its array back (also while the body
+        runs, once it runs eagerly: ``type_checks``)."""
+        for slots in self.containers.values():
+            for key, item in _items(slots):
+                if id(item) in self.arrays:      # a proxy (each stays alive in ``proxies``)
+                    slots[key] = self.arrays[id(item)]
+                elif id(item) in self.originals and self.originals[id(item)][1] is item:
+                    slots[key] = self.originals[id(item)][0]
 
     def _check_state(self, slots) -> None:
         """A plain Python value the body changed in a container reached from a global or
@@ -362,6 +367,7 @@ def proxied(fn, recorder, leaves: list, hints: list[str]):
     """The callable to trace, with the arrays of argument objects swapped for proxies until
     the body returns; then the body's bindings are copied back and the arrays restored."""
     traced = plan(fn, recorder, leaves, hints)
+    recorder.unswap = traced.swaps.unswap
     try:
         yield traced.fn
     finally:

@@ -120,7 +120,8 @@ def replacement(value):
 def traced_builtins(real) -> dict:
     """The builtins of a traced copy: ``real``'s (a module or its dict), with ``__import__``
     giving ``math_view()`` for ``math`` (``import math`` or ``from math import exp`` inside
-    the body)."""
+    the body), and ``type`` and ``hasattr`` answering for a proxy as for its value
+    (``type_checks``)."""
     names = dict(real if isinstance(real, dict) else vars(real))
     importer = names["__import__"]
 
@@ -128,4 +129,6 @@ def traced_builtins(real) -> dict:
         module = importer(name, globals, locals, fromlist, level)
         return math_view() if module is math else module
     names["__import__"] = traced_import
+    from .type_checks import TracedType, traced_hasattr  # they import the tracer
+    names["type"], names["hasattr"] = TracedType, traced_hasattr
     return names
