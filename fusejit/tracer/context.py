@@ -114,6 +114,7 @@ class Recorder:
     #                                               when the trace began (``audit.start``)
     watches: list = field(default_factory=list)   # pystate.Watch: plain state the body changed
     leaf_names: list = field(default_factory=list)   # each argument leaf's name (Watch.root)
+    unswap: object = None   # gives argument objects their arrays back mid-body (capture_proxies)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):

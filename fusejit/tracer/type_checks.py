@@ -205,7 +205,8 @@ def _check(frame, sites, recorder, before: bool) -> None:
             recorder.set_fallback(reason, Loc(code.co_filename, line, code.co_name, text))
             if before:   # from here on the body computes on values, as eagerly
                 _concretize(values)
-                getattr(recorder, "unswap", _nothing)()
+                if recorder.unswap is not None:
+                    recorder.unswap()
             return
 
 
@@ -270,10 +271,6 @@ def _concretize(values) -> None:
             value.update({k: unwrap(v) for k, v in value.items() if isinstance(v, PROXIES)})
         elif type(value) is tuple and any(isinstance(v, PROXIES) for v in value):
             values[name] = tuple(unwrap(v) if isinstance(v, PROXIES) else v for v in value)
-
-
-def _nothing() -> None:
-    pass
 
 
 def _value(frame, values, name):
