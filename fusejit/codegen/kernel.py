@@ -360,9 +360,9 @@ def _no_threading_layer(exc: ValueError) -> bool:
 
 
 def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, names) -> list[str]:
-    """``fast_call``'s ``out`` branches but the last: allocate, unpack a complete tuple, or
-    complete a list (the arena's views of a step whose other outputs the caller sees). The
-    kernel stores a 0-d output through a (1,) view of it (``o``); the caller gets ``r``."""
+    """``fast_call``'s ``out`` branches but the last: allocate, or unpack a tuple of outputs,
+    a list (the arena's views of a step whose other outputs the caller sees) completed into
+    one first. A 0-d output is stored through a (1,) view of it."""
     calls, zero_d = {}, set()
     for k, (name, (alloc, shape, dtype)) in enumerate(zip(outs, kernel._out_specs,
                                                           strict=True)):
@@ -373,27 +373,17 @@ def _allocation_lines(kernel: CompiledKernel, outs: list[str], inputs: str, name
                 f"empty({alloc!r}, dtype_{name})"
             if not shape:
                 zero_d.add(name)
+    results = [f"{o}.reshape(())" if o in zero_d else o for o in outs]
+    completed = [f"out[{k}]" if o not in calls else f"out[{k}] if out[{k}] is not None else "
+                 f"{calls[o]}{'.reshape(())' if o in zero_d else ''}" for k, o in enumerate(outs)]
     lines = ["    if out is None:"]
     lines += [f"        {name} = {calls.get(name, 'None')}" for name in outs]
-    results = [f"{o}.reshape(())" if o in zero_d else o for o in outs]
     lines += [f"        result = ({', '.join(results)},)",
-              "    elif type(out) is tuple:", f"        ({', '.join(outs)},) = result = out"]
+              "    elif type(out) is tuple or type(out) is list:",
+              "        if type(out) is list:",
+              f"            out = ({', '.join(completed)},)",
+              f"        ({', '.join(outs)},) = result = out"]
     lines += [f"        {o} = {o}.reshape((1,))" for o in outs if o in zero_d]
-    lines.append("    elif type(out) is list:")
-    for k, name in enumerate(outs):
-        if name not in calls:
-            lines.append(f"        {name} = None")
-        elif name in zero_d:
-            r = "r" + name[1:]
-            lines += [f"        {r} = out[{k}]", f"        if {r} is None:",
-                      f"            {name} = {calls[name]}",
-                      f"            {r} = {name}.reshape(())",
-                      "        else:", f"            {name} = {r}.reshape((1,))"]
-        else:
-            lines += [f"        {name} = out[{k}]",
-                      f"        if {name} is None: {name} = {calls[name]}"]
-    results = ["r" + o[1:] if o in zero_d else o for o in outs]
-    lines.append(f"        result = ({', '.join(results)},)")
     return lines
 
 
@@ -415,12 +405,10 @@ def _specialize(kernel: CompiledKernel):
             if out is None:
                 o0 = empty((4, 5), dtype_o0)
                 result = (o0,)
-            elif type(out) is tuple:
+            elif type(out) is tuple or type(out) is list:
+                if type(out) is list:
+                    out = (out[0] if out[0] is not None else empty((4, 5), dtype_o0),)
                 (o0,) = result = out
-            elif type(out) is list:
-                o0 = out[0]
-                if o0 is None: o0 = empty((4, 5), dtype_o0)
-                result = (o0,)
             else:
                 return kernel(in0, in1, in2, out=out)
             if type(in0) is not ndarray or in0.shape != (4, 5): in0 = coerce(in0, (4, 5))

@@ -76,10 +76,7 @@ TracedType.__name__ = TracedType.__qualname__ = "type"
 def traced_hasattr(obj, name: str) -> bool:
     """``hasattr`` in the builtins of traced code: a proxy's answer is its value's (a float's
     proxy must have ``__array__`` for NumPy's own code; this one says it has not)."""
-    if isinstance(obj, PROXIES):
-        value = float(obj) if isinstance(obj, TracedFloat) else obj.__dict__.get("value", obj)
-        return hasattr(value, name)
-    return hasattr(obj, name)
+    return hasattr(unwrap(obj) if isinstance(obj, PROXIES) else obj, name)
 
 
 @contextmanager
