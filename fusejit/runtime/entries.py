@@ -17,6 +17,8 @@ from ..tracer.returned_views import apply_views
 from . import undo
 from .deferred_writes import check_writeable, write_all
 from .device import is_device_array, overlaps_device
+from .fast_entry import LAID_OUT_OTHERWISE, argument_view, fast_entry
+from .fast_entry import as_array as _as_array
 from .program import GuardFailed, Program
 
 log = topic("runtime")
@@ -34,9 +36,6 @@ NOT_AN_ARRAY = object()
 # Plain Python state the compiling trace left (``pystate.Watch``) is not what it was: this call
 # runs eagerly (``self.last_batch = len(x)`` set by a call of another signature)
 STATE_MOVED = object()
-LAID_OUT_OTHERWISE = ("an array is laid out otherwise than when traced, and the trace "
-                      "reshaped it (or a value computed from it) into a view or a copy as "
-                      "its strides allowed")
 
 
 @dataclass
@@ -56,11 +55,13 @@ class CompiledEntry:
         return self.source if self.source is not None else self.trace.graph
 
     def run(self, leaves):
-        fast = self.fast_run
-        if fast is not None:
-            result = fast(leaves)  # raises GuardFailed before counting a hit
+        result = (self.fast_run or self._run)(leaves)  # GuardFailed raises before a hit
+        if result is not RETRACE and result is not ALIASED and result is not NOT_AN_ARRAY:
             self.hits += 1
-            return result
+        return result
+
+    def _run(self, leaves):
+        """The general path: every kind of trace, every check made in full."""
         trace = self.trace
         if trace.layouts is not None and not layouts.hold(trace.layouts, leaves):
             raise GuardFailed(LAID_OUT_OTHERWISE)
@@ -110,7 +111,6 @@ class CompiledEntry:
                                          zip(targets, trace.mutations, strict=True)], values)
         for write, target in zip(trace.attr_writes, rebound, strict=True):
             _replay_attr_write(write, target, values)
-        self.hits += 1
         if self.plain_outputs:  # every output a plain array: skip the per-leaf dispatch
             return unflatten(trace.out_treedef, [values[leaf.index] for leaf in trace.out_leaves])
         results = [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves]
@@ -135,13 +135,9 @@ class CompiledEntry:
 
     @functools.cached_property
     def fast_run(self):
-        """``run`` as generated straight-line Python, for a trace with no captures, no writes
-        back and no attribute rebinding (most of them): one call per replay, no loops."""
-        trace = self.trace
-        if trace.captures or trace.mutations or trace.attr_writes or self.copied_views \
-                or trace.none_reads:
-            return None
-        return _straight_run(trace, self.program, dict(self.orders))
+        """``_run`` as generated straight-line Python (``fast_entry``), or None for the
+        traces only the general path serves."""
+        return fast_entry(self, self._run)
 
     @functools.cached_property
     def copied_views(self) -> bool:
@@ -309,80 +305,6 @@ def _owner(array: np.ndarray) -> int:
     if base is None:
         return id(array)
     return id(base) if isinstance(base, np.ndarray) and base.base is None else 0
-
-
-def _straight_run(trace: Trace, program: Program, orders: dict):
-    lines = ["def fast_run(leaves):"]
-    if trace.layouts is not None:
-        lines += ["    if not hold(layouts, leaves):", "        raise GuardFailed(laid_out)"]
-    inputs = []
-    for position, index in enumerate(trace.arg_leaves):
-        lines += [f"    a{position} = leaves[{index}]",
-                  f"    if type(a{position}) is not ndarray: a{position} = as_array(a{position})"]
-        if position in orders:   # an ndarray (the key says so), taken in memory order
-            lines.append(f"    a{position} = a{position}.transpose({orders[position]!r})")
-        inputs.append(f"a{position}")
-    lines.append(f"    values = run([{', '.join(inputs)}])")
-    names = dict(ndarray=np.ndarray, as_array=_as_array, run=program.run, unflatten=unflatten,
-                 treedef=trace.out_treedef, hold=layouts.hold, layouts=trace.layouts,
-                 GuardFailed=GuardFailed, laid_out=LAID_OUT_OTHERWISE)
-    results = [_output_expression(leaf, position, names)
-               for position, leaf in enumerate(trace.out_leaves)]
-    treedef = trace.out_treedef
-    if treedef.flat_tuple and len(results) == len(treedef.children):
-        lines.append(f"    return ({''.join(r + ', ' for r in results)})")
-    elif treedef.kind == "leaf" and len(results) == 1:
-        lines.append(f"    return {results[0]}")
-    else:
-        lines.append(f"    return unflatten(treedef, [{', '.join(results)}])")
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<fusejit entry of {program.graph.name}>", "exec"), names)  # noqa: S102
-    return names["fast_run"]
-
-
-def _output_expression(leaf, position: int, names: dict) -> str:
-    """What ``_output`` computes for this leaf, as an expression over ``values``/``leaves``."""
-    if leaf.kind == "arg":
-        if leaf.view:
-            names["argument_view"] = argument_view
-            return f"argument_view(leaves[{leaf.index}], {leaf.view!r})"
-        return f"leaves[{leaf.index}]"
-    if leaf.kind == "const":
-        names[f"const{position}"] = leaf.const
-        copy = ".copy(order=\"K\")" if isinstance(leaf.const, np.ndarray) else ""
-        return f"const{position}{copy}"
-    value = f"values[{leaf.index}]"
-    if leaf.pyfloat:
-        return f"float({value})"
-    if leaf.pyint or leaf.pybool:
-        return f"{'int' if leaf.pyint else 'bool'}({value})"
-    if leaf.view:
-        names["argument_view"] = argument_view
-        return f"argument_view({value}, {leaf.view!r})"
-    return f"{value}[()]" if leaf.scalar else value
-
-
-def argument_view(array, view: str):
-    """A new view of an argument or a result (``x.reshape(x.shape)``), read-only where
-    NumPy's was; or a copy (one output that NumPy returned as two arrays); or the array
-    itself made read-only ("frozen"). A device array is handed out as it is."""
-    if type(array) is not np.ndarray:
-        return array
-    if view == "copy":
-        return array.copy()
-    if view == "frozen":   # the output itself, read-only as NumPy's result was
-        array.flags.writeable = False
-        return array
-    result = array.view()
-    if view == "ro":
-        result.flags.writeable = False
-    return result
-
-
-def _as_array(leaf):
-    if type(leaf) is np.ndarray or is_device_array(leaf):
-        return leaf
-    return np.asarray(leaf)
 
 
 def _output(leaf, values, leaves, captured):
