@@ -413,6 +413,7 @@ def _specialize(kernel: CompiledKernel):
                 return kernel(in0, in1, in2, out=out)
             if type(in0) is not ndarray or in0.shape != (4, 5): in0 = coerce(in0, (4, 5))
             if type(in1) is not ndarray or in1.shape != (4, 1): in1 = coerce(in1, (4, 1))
+            if type(in2) is ndarray and in2.shape == (): in2 = in2.reshape(1)
             if type(in2) is not ndarray or in2.shape != (1,): in2 = coerce(in2, ())
             if not rows(4, 5, in0, in1, in2, o0):
                 strided(4, 5, in0, in1, in2, o0)
@@ -433,6 +434,9 @@ def _specialize(kernel: CompiledKernel):
     for name, shape in zip(inputs, kernel.in_shapes, strict=True):
         shape = tuple(shape)
         check = f"type({name}) is not ndarray or {name}.shape != {shape or (1,)!r}"
+        if not shape:   # most often another step's 0-d result: padded to (1,) here
+            lines += [f"    if type({name}) is ndarray and {name}.shape == (): "
+                      f"{name} = {name}.reshape(1)"]
         lines.append(f"    if {check}: {name} = coerce({name}, {shape!r})")
     if kernel.in_place:  # the outputs written in place are their input arrays
         results = [f"in{kernel.in_place[k]}" if k in kernel.in_place else o

@@ -181,8 +181,21 @@ def _structure(tree, leaves: list):
         kinds = tuple(map(type, keys))   # 1, 1.0 and True are one key to a dict, not to us
         if float in kinds or complex in kinds:
             keys = tuple([typed(k) for k in keys])
-        return (dict, keys, kinds, tuple([_structure(v, leaves) for v in tree.values()]))
+        return (dict, keys, kinds, _children(tree.values(), leaves))
     if cls is tuple or cls is list or (isinstance(tree, tuple) and hasattr(cls, "_fields")):
-        return (cls, tuple([_structure(v, leaves) for v in tree]))
+        return (cls, _children(tree, leaves))
     leaves.append(tree)
     return leaf_signature(tree)
+
+
+def _children(items, leaves: list) -> tuple:
+    """``_structure`` of each item; a C-contiguous array's signature made here (a dict of
+    parameters: most items are such arrays)."""
+    signatures = []
+    for item in items:
+        if type(item) is np.ndarray and item.flags.c_contiguous:
+            leaves.append(item)
+            signatures.append((_ARRAY, item.shape, item.dtype))
+        else:
+            signatures.append(_structure(item, leaves))
+    return tuple(signatures)

@@ -193,14 +193,17 @@ def straight_line(program: Program):
     lines += [f"    s{slot} = constant{slot}" for slot in program.constants]
     names.update({f"constant{slot}": value for slot, value in program.constants.items()})
     lines += _guard_lines(program.checks.get(-1, ()), "before", names)
+    padded = _shared_scalars(program)
     for index, step in enumerate(program.steps):
         names[f"step{index}"] = getattr(step.fn, "fast_call", step.fn)
-        args = [f"s{i}" for i in step.inputs]
+        args = [f"p{i}" if (index, j) in padded else f"s{i}" for j, i in enumerate(step.inputs)]
         if step.in_arena:  # a kernel may read no slot at all: np.zeros_like(x) written later
             args.append(f"out=arena.views({index})")
         lines.append(f"    {_unpack([f's{o}' for o in step.outputs])} = "
                      f"step{index}({', '.join(args)})")
         lines += _guard_lines(program.checks.get(index, ()), index, names)
+        lines += [f"    p{o} = s{o}.reshape(1) if type(s{o}) is np.ndarray else s{o}"
+                  for o in step.outputs if o in padded.values()]
         if step.frees:
             lines.append("    del " + ", ".join(f"s{slot}" for slot in step.frees))
     outputs = ", ".join(f"np.array(s{i})" if i in program.constants else f"s{i}"
@@ -209,6 +212,21 @@ def straight_line(program: Program):
     source = "def replay(inputs):\n" + "\n".join(lines) + "\n"
     exec(compile(source, f"<fusejit replay of {program.graph.name}>", "exec"), names)  # noqa: S102
     return names["replay"]
+
+
+def _shared_scalars(program: Program) -> dict[tuple[int, int], int]:
+    """(step, operand position) -> slot, for a 0-d value a step computes that two or more
+    kernels take: padded to the (1,) array kernels take once, not by each of them."""
+    produced = {o for step in program.steps for o in step.outputs}
+    uses: dict[int, list] = {}
+    for index, step in enumerate(program.steps):
+        shapes = getattr(step.fn, "in_shapes", None)
+        if shapes is None or not hasattr(step.fn, "fast_call"):
+            continue
+        for j, (slot, shape) in enumerate(zip(step.inputs, shapes, strict=True)):
+            if not shape and slot in produced:
+                uses.setdefault(slot, []).append((index, j))
+    return {use: slot for slot, found in uses.items() if len(found) > 1 for use in found}
 
 
 def _guard_lines(guards, where, names) -> list[str]:

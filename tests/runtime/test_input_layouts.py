@@ -130,6 +130,23 @@ def test_c_and_fortran_calls_trace_paths_of_their_own():
     assert (info["signatures"], info["traces"], info["hits"]) == (2, 2, 3)  # a C view: C's
 
 
+def test_arrays_in_a_dict_key_by_their_layout_too():
+    # the key makes a C-contiguous item's signature itself; any other goes by its order
+    def f(params):
+        return params["w"] * 2.0 + params["b"]
+
+    compiled = fusejit.compile(f)
+    calls = [{"w": c_ordered(6, 10), "b": c_ordered(10)}, {"w": fortran(6, 10), "b": c_ordered(10)},
+             {"w": c_ordered(6, 20)[:, ::2], "b": c_ordered(10)},
+             {"w": fortran(6, 10), "b": c_ordered(10)}]
+    for params in calls:
+        want, got = f(params), compiled(params)
+        assert_same(want, got)
+        assert got.strides == want.strides
+    info = compiled.cache_info()
+    assert (info["signatures"], info["traces"], info["hits"]) == (2, 2, 2)
+
+
 def _decay(w, g):
     w *= 0.99
     w += g              # the final value, stored by its kernel into w's memory
