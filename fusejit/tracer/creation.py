@@ -20,6 +20,7 @@ import types
 
 import numpy as np
 
+from . import scalar_types
 from .context import active, mentions_tracer
 from .loc import classify
 from .tracer import CapturedTracer, wrap
@@ -83,10 +84,14 @@ _BY_FUNCTION = {id(getattr(np, name)): name for name in NAMES}
 
 
 class NumpyView(types.SimpleNamespace):
-    """``numpy`` as the traced body sees it: its creation functions wrapped, the rest NumPy's."""
+    """``numpy`` as the traced body sees it: its creation functions wrapped, its scalar types
+    where they are called (``scalar_types``), the rest NumPy's."""
 
     def __getattr__(self, name):
-        return getattr(np, name)
+        value = getattr(np, name)
+        if name in scalar_types.NAMES and scalar_types.called(sys._getframe(1)):
+            return scalar_types.wrapper(value)   # np.float32(x): recorded as a cast
+        return value
 
 
 def numpy_view() -> NumpyView:
