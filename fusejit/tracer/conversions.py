@@ -16,8 +16,10 @@ Conversions to a layout (``np.ascontiguousarray``, ``np.asfortranarray``, ``orde
 ``"F"``) return ``x`` itself or a copy by the layout of the array passed in, and an in-place
 update of the result reaches ``x`` in one case only: they follow NumPy's array in the trace and
 the path keeps the layouts that decision rests on (``layouts.note``), as a reshape does.
-``order="A"``, traced scalars alone (``np.asarray`` of ``x.sum()`` is a 0-d array), nested
-lists, lists with Python numbers, ``like=``, ``device=`` and ``copy=False`` with a cast are left
+A traced scalar alone (``x.sum()``, a float argument, an ``.item()`` value) given to
+``np.asarray``, ``np.asanyarray`` or ``np.array`` with at most a dtype is a new 0-d array, a
+copy or cast recorded (``scalar_types.scalar_array``). ``order="A"``, nested lists, lists with
+Python numbers, ``like=``, ``device=`` and ``copy=False`` with a cast are left
 to NumPy.
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from . import layouts
 from .context import active
+from .scalar_types import scalar_array, traced_scalar
 from .tracer import Tracer
 
 # as_strided views the memory of ``np.array(x, copy=None)`` with strides of the user's choice:
@@ -83,8 +86,16 @@ def _wrapper(original, convert):
                 result = convert(first, *args[1:], **kwargs)
                 if result is not NotImplemented:
                     return result
+            elif convert in (_asarray, _array) and _scalar_call(args, kwargs):
+                return scalar_array(original, first, args[1:], kwargs)
         return original(*args, **kwargs)
     return wrapper
+
+
+def _scalar_call(args, kwargs) -> bool:
+    """``np.asarray(s)``/``np.array(s, dtype)`` of a traced scalar (``x.sum()``, a float
+    argument, an ``.item()`` value): a 0-d array of it, recorded (``scalar_types``)."""
+    return len(args) <= 2 and set(kwargs) <= {"dtype"} and traced_scalar(args[0]) is not None
 
 
 def _guarding(original):

@@ -45,7 +45,7 @@ def _live(value) -> bool:
     return isinstance(value, TracedFloat) and value.live()
 
 
-def _float_tracer(value):
+def float_tracer(value):
     """The weak-float64 proxy of a traced Python float (an ``.item()`` value, or a float
     argument), else None."""
     if _live(value):
@@ -71,7 +71,7 @@ def _wrapped(function):
 
     @functools.wraps(function)
     def call(*args, **kwargs):
-        traced = _float_tracer(args[0]) if len(args) == 1 and not kwargs else None
+        traced = float_tracer(args[0]) if len(args) == 1 and not kwargs else None
         if traced is not None and predicate is not None:
             return bool(predicate(traced))
         if traced is not None and ufunc is not None:

@@ -27,7 +27,7 @@ from ..ir import Var
 from ..ir.types import SUPPORTED_DTYPES
 from .context import surface
 from .guards import live
-from .math_view import _float_tracer
+from .math_view import float_tracer
 from .tracer import Tracer, wrap
 
 _ATTRIBUTE_LOADS = ("LOAD_ATTR", "LOAD_METHOD")
@@ -93,7 +93,18 @@ def _traced(value):
     """The proxy ``value`` is or stands for (an ``.item()`` float), when traced now."""
     if isinstance(value, Tracer):
         return value if live(value) else None
-    return _float_tracer(value)
+    return float_tracer(value)
+
+
+def traced_scalar(value):
+    """``_traced`` for a scalar (a NumPy scalar's proxy, a Python float's), not an array."""
+    traced = _traced(value)
+    return None if traced is None or isinstance(traced.value, np.ndarray) else traced
+
+
+def scalar_array(convert, value, args, kwargs):
+    """``np.asarray(value, ...)`` of a traced scalar: a new 0-d array, recorded."""
+    return surface(lambda v: convert(v, *args, **kwargs), _record, (traced_scalar(value),), {})
 
 
 def _record(rec, concrete, x):

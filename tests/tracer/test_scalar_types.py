@@ -1,8 +1,8 @@
 """``np.float32(x)`` and NumPy's other scalar types called on traced values compile as casts
-(``tracer/scalar_types.py``): the program replays for new data and new learning rates, and
-every call returns what eager NumPy returns -- the same scalar types, dtypes, promotions and
-the array itself where NumPy gives it back. Uses of the types that are not calls see NumPy's
-own classes."""
+(``tracer/scalar_types.py``), and so do ``np.asarray``/``np.array`` of a traced scalar: the
+program replays for new data and new learning rates, and every call returns what eager NumPy
+returns -- the same scalar types, dtypes, promotions and the array itself where NumPy gives it
+back. Uses of the types that are not calls see NumPy's own classes."""
 import numpy as np
 import pytest
 
@@ -55,7 +55,14 @@ def same_dtype(w, lr):
     return v
 
 
-CASES = [sgd, promoted, of_a_sum, truncated, as_bool, of_an_item, of_an_element, returned]
+def zero_d_arrays(w, lr):
+    scale = np.asarray(lr, dtype=np.float32)          # a 0-d array: strong, unlike lr
+    total = np.array(w.sum())
+    return w * scale, total, np.asanyarray(w.max().item()), np.asarray(lr) * w
+
+
+CASES = [sgd, promoted, of_a_sum, truncated, as_bool, of_an_item, of_an_element, returned,
+         zero_d_arrays]
 
 
 @pytest.mark.parametrize("fn", CASES, ids=lambda fn: fn.__name__)

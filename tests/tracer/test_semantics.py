@@ -214,12 +214,12 @@ def test_np_array_of_a_list_of_traced_arrays_is_a_stack():
 
 
 @pytest.mark.parametrize("fn", [
-    lambda x: np.asarray(x.sum()) + 1,                     # a scalar: NumPy gives a 0-d array
+    lambda x: np.array(x.sum(), ndmin=2) + 1,              # a scalar with ndmin
     lambda x: np.asarray(x, order="A") * 2,                # itself or a copy, by layout
     lambda x: np.array([[x, x]]) * 2,                      # a nested list
     lambda x: np.array([x.sum(), 1.0]),                    # a list with a Python number
     lambda x: np.asarray(x, dtype=np.float64, copy=False)], # NumPy raises: it needs a copy
-    ids=["scalar", "order_A", "nested_list", "python_number",
+    ids=["scalar_ndmin", "order_A", "nested_list", "python_number",
          "cast_without_copy"])
 def test_conversions_not_modelled_are_left_to_numpy(fn):
     try:
