@@ -12,12 +12,13 @@ rebinding a captured array, which a replay would lose, runs the signature eagerl
 """
 from __future__ import annotations
 
+import sys
 import types
 
 import numpy as np
 
 from ..ir.types import numeric
-from . import creation, math_view, pystate
+from . import creation, math_view, pystate, scalar_types
 from .context import unwrap
 from .loc import classify
 from .side_effects import has_traced
@@ -55,6 +56,9 @@ class Overlay(dict):
 
     def __getitem__(self, key):
         value = dict.__getitem__(self, key)   # a KeyError makes CPython look in the builtins
+        if type(value) is type and value in scalar_types.TYPES and \
+                scalar_types.called(sys._getframe(1)):   # ``float32(x)``: a cast
+            return scalar_types.wrapper(value)
         if key in self.replaced or value is not self.before.get(key, _MISSING):
             return value                      # replaced already, or bound by the body
         seen = self.copies.replace(value, self.real, key)

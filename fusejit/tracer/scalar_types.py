@@ -12,9 +12,10 @@ The wrapper records what the constructor computes: for an array, a cast to that 
 array itself where it has that dtype already, as NumPy gives it back); for a 0-d value or a
 traced Python float, a NumPy scalar of that type (a cast, or a copy where the dtype is that
 already: a traced Python float then promotes as NumPy's float64 does, no longer weak). Other
-arguments (none traced, a string, several) go to NumPy's class. A type bound to a name first
-(``from numpy import float32``) is NumPy's class, which runs the signature eagerly
-(docs/tracing.md, "Weak floats")."""
+arguments (none traced, a string, several) go to NumPy's class. A global bound to a type
+(``from numpy import float32``) is wrapped alike where it is called (``overlay.Overlay``); a
+type bound to a local name first (``f32 = np.float32``) is NumPy's class, which runs the
+signature eagerly (docs/tracing.md, "Weak floats")."""
 from __future__ import annotations
 
 import dis
@@ -45,6 +46,7 @@ def _is_scalar_type(value) -> bool:
 
 
 NAMES = frozenset(name for name in dir(np) if _is_scalar_type(getattr(np, name, None)))
+TYPES = frozenset(getattr(np, name) for name in NAMES)
 
 
 def called(frame) -> bool:
@@ -57,20 +59,23 @@ def called(frame) -> bool:
 
 
 def _call_loads(code) -> frozenset:
-    """The offsets of the attribute loads in ``code`` whose value is called right away:
-    ``LOAD_METHOD`` (3.11), ``LOAD_ATTR`` with its method bit (3.12), and the last attribute
-    of ``module.name(...)`` after a ``LOAD_GLOBAL`` that pushed the call's NULL (Python
-    compiles a call of an imported module's attribute so)."""
+    """The offsets of the loads in ``code`` whose value is called right away: ``LOAD_METHOD``
+    (3.11), ``LOAD_ATTR`` with its method bit (3.12), and where a ``LOAD_GLOBAL`` pushed the
+    call's NULL (``float32(...)``; Python compiles a call of an imported module's attribute
+    so too), the global itself or the last attribute loaded from it."""
     found = []
     instructions = list(dis.get_instructions(code))
     for k, ins in enumerate(instructions):
+        after = instructions[k + 1] if k + 1 < len(instructions) else None
+        last = after is None or after.opname not in _ATTRIBUTE_LOADS
+        if ins.opname == "LOAD_GLOBAL" and ins.arg & 1 and last:
+            found.append(ins.offset)
         if ins.opname not in _ATTRIBUTE_LOADS:
             continue
         before = instructions[k - 1] if k else None
-        after = instructions[k + 1] if k + 1 < len(instructions) else None
         if ins.opname == "LOAD_METHOD" or (_METHOD_BIT and ins.arg & 1) or (
                 before is not None and before.opname == "LOAD_GLOBAL" and before.arg & 1
-                and (after is None or after.opname not in _ATTRIBUTE_LOADS)):
+                and last):
             found.append(ins.offset)
     return frozenset(found)
 

@@ -5,6 +5,7 @@ returns -- the same scalar types, dtypes, promotions and the array itself where 
 back. Uses of the types that are not calls see NumPy's own classes."""
 import numpy as np
 import pytest
+from numpy import float32, int64
 
 import fusejit
 from tests.oracle import assert_same
@@ -61,8 +62,12 @@ def zero_d_arrays(w, lr):
     return w * scale, total, np.asanyarray(w.max().item()), np.asarray(lr) * w
 
 
+def imported_by_name(w, lr):
+    return w * float32(lr) + int64(w.sum()), isinstance(w.sum(), float32)
+
+
 CASES = [sgd, promoted, of_a_sum, truncated, as_bool, of_an_item, of_an_element, returned,
-         zero_d_arrays]
+         zero_d_arrays, imported_by_name]
 
 
 @pytest.mark.parametrize("fn", CASES, ids=lambda fn: fn.__name__)
@@ -103,7 +108,7 @@ def bound_first(w, lr):
     return w * make(lr)
 
 
-def test_a_type_bound_to_a_name_first_runs_eagerly_with_numpys_result():
+def test_a_type_bound_to_a_local_name_first_runs_eagerly_with_numpys_result():
     compiled = fusejit.compile(bound_first)
     for seed in range(3):
         assert_same(bound_first(*inputs(seed)), compiled(*inputs(seed)))
