@@ -376,8 +376,14 @@ def _rebind_targets(writes, leaves, owner) -> list | None:
 
 
 def _replay_attr_write(write, target, values) -> None:
-    """``self.w = self.w - lr * g`` in the body: rebind the attribute after every replay."""
+    """``self.w = self.w - lr * g`` in the body: rebind the attribute after every replay;
+    ``self.m[k] = b1 * self.m[k] + g``: store the items into the list or dict it holds."""
     scalars = write.scalars or (False,) * len(write.outputs)
     items = [values[i][()] if scalar else values[i]
              for i, scalar in zip(write.outputs, scalars, strict=True)]
+    if write.keys:
+        container = getattr(target, write.name)
+        for key, item in zip(write.keys, items, strict=True):
+            container[key] = item
+        return
     setattr(target, write.name, unflatten(write.treedef, items))

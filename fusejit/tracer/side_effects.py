@@ -10,10 +10,13 @@ has its items noted too. After recording:
   arrays becomes an ``AttrWrite``: the runtime finds the object again by its path and sets the
   attribute after each replay (``self.w = self.w - lr * g``, ``for l in net.layers: l.w =
   l.w - g``);
+- items of a list or dict attribute replaced by traced arrays, its keys as they were, become
+  an ``AttrWrite`` with ``keys``: the runtime stores the new arrays into that container
+  (``self.m[k] = b1 * self.m[k] + g``);
 - any other change holding traced values or arrays makes the trace an eager fallback, since
   replay would lose it: an attribute rebound to a traced Python float, to a mix of traced and
   untraced leaves, or to an array that an object held before or the body read (``b.cur,
-  b.prev = b.prev, b.cur``); a traced value stored into a list or dict attribute
+  b.prev = b.prev, b.cur``); a traced value added to a list or dict attribute
   (``self.history.append(loss)``), a slot, or a class attribute; an attribute set through
   its class's own code (a custom ``__setattr__``, a property setter), which a replay would
   not run; a deleted attribute.
@@ -53,6 +56,7 @@ class AttrWrite:
     scalars: tuple[bool, ...] = ()  # leaf k was a NumPy scalar (runtime: ``v[()]``)
     steps: tuple = ()         # ("attr", name) / ("item", key) from the root to the object
     old_tree: TreeDef | None = None  # a container it held before: replays check it still does
+    keys: tuple = ()          # items stored into the list or dict it holds, not a rebinding
 
 
 @dataclass
@@ -223,9 +227,11 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
     old = snap.attrs.get(name, _MISSING)
     if old is value:
         if name in snap.lists and _items(value) != snap.lists[name] and has_traced(value):
-            _lose(recorder, f"traced values stored into the {type(value).__name__} {label}")
+            write = _item_write(recorder, snap, name, value)
+            _check_plain_items(recorder, snap, name, value)
             _unwrap_in_place(value)
-        elif name in snap.lists:
+            return write
+        if name in snap.lists:
             _check_plain_items(recorder, snap, name, value)
             _check_removed(recorder, snap, name, value)
         return None
@@ -252,6 +258,38 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
     scalars = tuple(isinstance(x.value, np.generic) for x in leaves)
     old_tree = flatten(old)[1] if type(old) in (list, tuple, dict) else None
     return AttrWrite(snap.leaf, name, treedef, tuple(leaves), scalars, snap.steps, old_tree)
+
+
+def _item_write(recorder, snap, name: str, container) -> AttrWrite | None:
+    """``self.m[k] = b1 * self.m[k] + g``: the items of a list or dict attribute replaced by
+    traced arrays, its keys as they were, become an ``AttrWrite`` whose ``keys`` the replay
+    stores into the container (the same object, as eagerly); anything else is lost."""
+    label = f"{snap.label}.{name}"
+    before, now = dict(snap.lists[name]), _items(container)
+    changed = [path for path, item in now if before.get(path) != item]
+    items = [container[path[0]] for path in changed if len(path) == 1]
+    why = _unreplayable_items(snap, before, now, changed, items)
+    if why:
+        _lose(recorder, f"traced values stored into the {type(container).__name__} {label}"
+                        f"{why}")
+        return None
+    scalars = tuple(isinstance(x.value, np.generic) for x in items)
+    return AttrWrite(snap.leaf, name, None, tuple(items), scalars, snap.steps,
+                     flatten(container)[1], keys=tuple(path[0] for path in changed))
+
+
+def _unreplayable_items(snap, before: dict, now: list, changed: list, items: list) -> str:
+    """Why replay cannot store ``items`` into the container again ("" when it can)."""
+    from .tracer import Tracer
+    if snap.leaf in (-1, STATIC) or len(snap.steps) >= MAX_DEPTH:
+        return " (of a class, a static argument, or too deep)"
+    if [path for path, _ in now] != list(before):
+        return " (items added or removed)"
+    if len(items) != len(changed) or not all(
+            isinstance(x, Tracer) and isinstance(x.value, (np.ndarray, np.generic))
+            for x in items):
+        return " (not traced arrays, or in a container inside it)"
+    return ""
 
 
 def _release_objects(recorder, objects, label: str, depth: int) -> bool:
