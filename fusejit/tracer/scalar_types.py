@@ -24,12 +24,12 @@ import sys
 
 import numpy as np
 
-from ..ir import Var
 from ..ir.types import SUPPORTED_DTYPES
 from .context import surface
 from .guards import live
 from .math_view import float_tracer
-from .tracer import Tracer, wrap
+from .registry import FUNCTIONS
+from .tracer import Tracer
 
 _ATTRIBUTE_LOADS = ("LOAD_ATTR", "LOAD_METHOD")
 _METHOD_BIT = sys.version_info >= (3, 12)   # LOAD_ATTR's low oparg bit: a method-style load
@@ -113,10 +113,5 @@ def scalar_array(convert, value, args, kwargs):
 
 
 def _record(rec, concrete, x):
-    if concrete is x.value:   # an array of that dtype already: NumPy gives it back
-        return x
-    value = rec.operand(x)
-    dtype = np.asarray(concrete).dtype
-    if isinstance(value, Var) and value.type.dtype == dtype:   # a new object, not x itself
-        return wrap(rec, concrete, rec.emit("copy", [value]))
-    return wrap(rec, concrete, rec.cast(value, dtype))
+    """What ``np.astype`` records (``x`` itself, a copy or a cast), to NumPy's result dtype."""
+    return FUNCTIONS[np.astype](rec, concrete, x, concrete.dtype)

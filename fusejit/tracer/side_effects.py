@@ -278,11 +278,23 @@ def _item_write(recorder, snap, name: str, container) -> AttrWrite | None:
                      flatten(container)[1], keys=tuple(path[0] for path in changed))
 
 
+def _unreachable(snap) -> str:
+    """Why a replay cannot find ``snap.obj`` to update it ("" when it can)."""
+    if snap.leaf == -1:
+        return "(a class attribute)"
+    if snap.leaf == STATIC:
+        return "(of a static argument)"
+    if len(snap.steps) >= MAX_DEPTH:   # its arrays were read as plain ones (capture_proxies)
+        return f"(more than {MAX_DEPTH} steps below the argument)"
+    return ""
+
+
 def _unreplayable_items(snap, before: dict, now: list, changed: list, items: list) -> str:
     """Why replay cannot store ``items`` into the container again ("" when it can)."""
     from .tracer import Tracer
-    if snap.leaf in (-1, STATIC) or len(snap.steps) >= MAX_DEPTH:
-        return " (of a class, a static argument, or too deep)"
+    unreachable = _unreachable(snap)
+    if unreachable:
+        return f" {unreachable}"
     if [path for path, _ in now] != list(before):
         return " (items added or removed)"
     if len(items) != len(changed) or not all(
@@ -315,12 +327,9 @@ def _unreplayable(snap, name, leaves) -> str:
     """Why replay cannot rebind ``snap.obj.name`` to these leaves ("" when it can)."""
     from .tracer import Tracer
     cls = type(snap.obj)
-    if snap.leaf == -1:
-        return "(a class attribute) rebound to a traced value"
-    if snap.leaf == STATIC:
-        return "(of a static argument) rebound to a traced value"
-    if len(snap.steps) >= MAX_DEPTH:   # its arrays were read as plain ones (capture_proxies)
-        return f"rebound more than {MAX_DEPTH} steps below the argument"
+    unreachable = _unreachable(snap)
+    if unreachable:
+        return f"{unreachable} rebound to a traced value"
     if not all(isinstance(x, Tracer) for x in leaves):
         return "rebound to a value the replay cannot rebuild"
     if not watchable(snap.obj) or name not in vars(snap.obj):
