@@ -35,8 +35,8 @@ __all__ = sorted(VECTOR_NAMES.values()) + sorted(LIMITED_NAMES.values()) + [
     "fclamp_lo", "ffloordiv", "ffmax", "ffmin", "floor", "fmaximum", "fminimum", "fmod_py",
     "fsign", "ifloordiv", "imod",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "np", "numba",
-    "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan",
-    "tanh", "unit_row", "vector_width",
+    "prefetch_row", "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid", "sin", "sinh",
+    "sqrt", "tan", "tanh", "unit_row", "vector_width",
 ]
 
 _inline = numba.njit(inline="always", error_model="numpy")
@@ -82,6 +82,48 @@ def crow(typingctx, array, lead):
                        shape=[shape[-1]], strides=[itemsize], itemsize=itemsize, meminfo=None)
         return row._getvalue()
     return result(array, lead), codegen
+
+
+# The most of a row ``prefetch_row`` asks for: the current and the next rows of a kernel's
+# inputs should fit in L2 together (2 MiB a core here); past it the hardware prefetcher,
+# which follows a pass once it has started, streams the rest.
+PREFETCH_BYTES = 64 * 1024
+
+
+@intrinsic
+def prefetch_row(typingctx, array, lead):
+    """A hint that row ``array[lead]`` (as ``crow``'s) is read soon: one ``llvm.prefetch`` into
+    L2 per 64-byte line of its first ``PREFETCH_BYTES``. Emitted after the first pass of a
+    row-persistent kernel for the next row, so that memory fetches it while the later passes
+    run over the current row in L1 (layernorm's memory sat idle for those). A prefetch never
+    faults; callers still keep ``lead`` in bounds."""
+    if not isinstance(array, types.Array) or len(lead) != array.ndim - 1:
+        return None
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(array)(context, builder, args[0])
+        indices = cgutils.unpack_tuple(builder, args[1], len(lead))
+        strides = cgutils.unpack_tuple(builder, source.strides, array.ndim)
+        shape = cgutils.unpack_tuple(builder, source.shape, array.ndim)
+        offset = ir.Constant(ir.IntType(64), 0)
+        for index, stride in zip(indices, strides, strict=False):
+            offset = builder.add(offset, builder.mul(index, stride))
+        byte = ir.IntType(8).as_pointer()
+        start = builder.gep(builder.bitcast(source.data, byte), [offset])
+        size = builder.mul(shape[-1], strides[-1])
+        limit = ir.Constant(ir.IntType(64), PREFETCH_BYTES)
+        size = builder.select(builder.icmp_signed("<", size, limit), size, limit)
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        # (address, 0: read, 2: locality of prefetcht1, i.e. L2, 1: data cache)
+        flags = [ir.Constant(i32, value) for value in (0, 2, 1)]
+        with cgutils.for_range_slice(builder, ir.Constant(ir.IntType(64), 0), size,
+                                     ir.Constant(ir.IntType(64), 64)) as (line, _):
+            builder.call(fn, [builder.gep(start, [line]), *flags])
+        return context.get_dummy_value()
+    return types.none(array, lead), codegen
 
 
 @intrinsic
