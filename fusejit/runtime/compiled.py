@@ -33,6 +33,7 @@ from .entries import (
     TraceTree,
 )
 from .input_layouts import argument_orders, capture_orders, in_memory_order, target_orders
+from .item_stores import ALIASED_CONTAINERS, Stored, container_at, distinct
 from .key import (
     UntraceableInput,
     by_identity,
@@ -222,6 +223,8 @@ class CompiledFunction:
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
         tried = 0
+        if tree is not None and tree.stores and not distinct(args, kwargs):
+            return self._run_eager(fn, args, kwargs, ALIASED_CONTAINERS)
         if tree is not None:
             tried = len(tree.paths)
             result = tree.run(leaves) if tried else MISS
@@ -247,6 +250,8 @@ class CompiledFunction:
     def _hit(self, tree, result, args, kwargs):
         """A replay's result, with the caller's containers where the body returned them."""
         self._stats["hits"] += 1
+        if type(result) is Stored:
+            result = result.apply(args, kwargs)
         return fill(result, args, kwargs) if tree.fills else result
 
     def _split_static(self, args, kwargs):
@@ -312,7 +317,7 @@ class CompiledFunction:
             result, recorded.result = recorded.result, None
             if on_device:
                 return _back_to_device(recorded, result, (host_args, host_kwargs), leaves,
-                                       on_device)
+                                       on_device, (args, kwargs))
             return result
 
     def _tree(self, key, leaves, args, kwargs) -> TraceTree:
@@ -403,6 +408,7 @@ class CompiledFunction:
                                         target_orders=targets,
                                         source=graph if orders else None))
         tree.fills = tree.fills or recorded.returns_containers
+        tree.stores = tree.stores or bool(recorded.item_stores)
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
         """The trace changed Python state (tracer/pystate.py). Every path of every signature
@@ -587,9 +593,16 @@ def _eager_call(fn, args, kwargs):
     return to_device(result)
 
 
-def _back_to_device(recorded, result, host_tree, leaves, on_device):
-    """The body ran on host copies of device arrays: replay its writes and return device data."""
+def _back_to_device(recorded, result, host_tree, leaves, on_device, tree=None):
+    """The body ran on host copies of device arrays: replay its writes and return device data.
+    ``tree``: the caller's (args, kwargs), for the items the body stored into their containers
+    (it stored them into the host copies' containers)."""
     host_leaves = flatten(host_tree)[0]
+    if recorded.fallback is None and tree is not None:
+        for store in recorded.item_stores:
+            host, mine = container_at(store.path, *host_tree), container_at(store.path, *tree)
+            for key in store.keys:
+                mine[key] = to_device(host[key])
     if recorded.fallback is not None:   # no recorded writes: any argument may have changed
         written = set(on_device)
     else:

@@ -19,6 +19,7 @@ from .deferred_writes import check_writeable, write_all
 from .device import is_device_array, overlaps_device
 from .fast_entry import LAID_OUT_OTHERWISE, argument_view, fast_entry
 from .fast_entry import as_array as _as_array
+from .item_stores import Stored
 from .program import GuardFailed, Program
 
 log = topic("runtime")
@@ -58,6 +59,8 @@ class CompiledEntry:
         result = (self.fast_run or self._run)(leaves)  # GuardFailed raises before a hit
         if result is not RETRACE and result is not ALIASED and result is not NOT_AN_ARRAY:
             self.hits += 1
+            if self.trace.item_stores:   # (result, stored items): the call stores them
+                return Stored(*result, self.trace.item_stores)
         return result
 
     def _run(self, leaves):
@@ -169,6 +172,7 @@ class TraceTree:
     last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
+    stores: bool = False  # a path stores into the arguments' containers (item_stores.py)
     # Python state a trace changed (tracer/pystate.py, ``Fallback.retry``): why, whether a
     # call's own trace did (a second change runs eagerly), and (Watch, its root's leaf index
     # here: -1 the owner, None none, value the compiling trace left) for each place a trace

@@ -89,6 +89,9 @@ class Trace:
     capture_layouts: tuple = ()    # (capture, layout) the same, of captured arrays
     none_reads: tuple = ()   # none_reads.NoneRead: attributes that held None, read again
     containers: tuple = ()   # ContainerCheck: the lists and dicts on captures' paths, as traced
+    # containers.ItemStore: items stored into argument containers; the replay's result is then
+    # (result, the stored items in order), split by the runtime (entries.Stored)
+    item_stores: tuple = ()
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -185,14 +188,18 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
         if raised:  # what the body stored on the caller's objects before it raised: concrete
             detect_container_writes(recorder, containers)
             detect(recorder, before)
-    detect_container_writes(recorder, containers)
+    stores, stored = detect_container_writes(recorder, containers)
     audit.check(audited, recorder, [array for *_, array in written(recorder, proxies)])
     _check_caught(recorder)
     _note_random(recorder, random_before)
     from .outputs import finish
     result = returned_containers.mark_held(returned_containers.mark(result, copied), held,
                                            recorder.roots, leaves)
+    if stores:   # the items stored into argument containers ride along after the result
+        result = (result, tuple(stored))
     recorded = finish(recorder, result, proxies, arg_leaves, before)
+    if stores:
+        recorded.result, recorded.item_stores = recorded.result[0], tuple(stores)
     recorded.layouts, recorded.capture_layouts = layouts.kept(recorder, proxies, arg_leaves,
                                                               leaves)
     recorded.none_reads = none_reads.find(fn, before)

@@ -3,14 +3,20 @@
 
 The body runs on copies of the argument containers (``unflatten`` builds them around the
 proxies), so such a write would reach neither the caller's container nor the replay. Each
-container is paired with its copy before recording; a copy whose items changed (set, added or
-removed) makes the trace an eager fallback, and its new items (concrete values, the caller's
-own nested containers) are put into the caller's container, as the eager call would have.
-In-place writes into the arrays they hold (``params[k] -= lr * g[k]``) are traced as usual.
+container is paired with its copy before recording. A copy whose keys are as they were and
+whose replaced items are all traced arrays becomes an ``ItemStore``: the trace returns those
+items beside its result, and the runtime stores them into the caller's container after each
+replay (``vel[k] = mu * vel[k] - lr * g[k]``, ``config["velocity"] = v``). Any other change
+(items added or removed, plain Python values, a container passed twice) makes the trace an
+eager fallback. Either way the caller's containers get the new items (concrete values, the
+caller's own nested containers), as the eager call would have given them. In-place writes
+into the arrays they hold (``params[k] -= lr * g[k]``) are traced as usual.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from .context import unwrap
 
@@ -21,6 +27,16 @@ class Pair:
     copy: dict | list
     items: list          # the copy's (key, item) pairs before recording
     label: str
+    path: tuple = ()     # the argument (position or keyword name), then the keys down to it
+
+
+@dataclass(frozen=True)
+class ItemStore:
+    """Items the body stored into an argument's dict or list: ``keys`` of the container at
+    ``path`` (the argument's position or keyword name, then keys), in the order the trace
+    returns their new values after its result."""
+    path: tuple
+    keys: tuple
 
 
 def share_repeated(args, kwargs, proxy_args, proxy_kwargs) -> tuple[tuple, dict]:
@@ -50,20 +66,20 @@ def share_repeated(args, kwargs, proxy_args, proxy_kwargs) -> tuple[tuple, dict]
 def pair_containers(args, kwargs, proxy_args, proxy_kwargs) -> list[Pair]:
     pairs: list[Pair] = []
     for index, (original, copy) in enumerate(zip(args, proxy_args, strict=True)):
-        _pair(original, copy, f"argument {index}", pairs)
+        _pair(original, copy, f"argument {index}", pairs, (index,))
     for name, original in kwargs.items():
-        _pair(original, proxy_kwargs[name], f"argument {name}", pairs)
+        _pair(original, proxy_kwargs[name], f"argument {name}", pairs, (name,))
     return pairs
 
 
-def _pair(original, copy, label: str, pairs: list) -> None:
+def _pair(original, copy, label: str, pairs: list, path: tuple) -> None:
     kind = type(original)
     if kind not in (dict, list, tuple) or type(copy) is not kind:
         return
     if kind is not tuple:
-        pairs.append(Pair(original, copy, _items(copy), label))
+        pairs.append(Pair(original, copy, _items(copy), label, path))
     for key, item in _items(original):
-        _pair(item, copy[key], f"{label}[{key!r}]", pairs)
+        _pair(item, copy[key], f"{label}[{key!r}]", pairs, (*path, key))
 
 
 def _items(container) -> list:
@@ -79,12 +95,42 @@ def _changed(pair: Pair) -> bool:
         for (key, item), (old_key, old_item) in zip(now, pair.items, strict=True))
 
 
-def detect_container_writes(recorder, pairs: list[Pair]) -> None:
+def detect_container_writes(recorder, pairs: list[Pair]) -> tuple[list[ItemStore], list]:
+    """The replayable stores and the new items they put (the trace returns them), in order;
+    any other change sets the recorder's fallback. The caller's containers get every change."""
     changed = [pair for pair in pairs if _changed(pair)]
-    if not changed:
-        return
-    recorder.set_fallback(f"side effect that replay would lose: the body changed the items of "
-                          f"{changed[0].label}", loc=None)
+    stores: list[ItemStore] = []
+    items: list = []
+    for pair in changed:
+        why = _unreplayable(pair, pairs)
+        if why:
+            recorder.set_fallback(f"side effect that replay would lose: the body changed the "
+                                  f"items of {pair.label}{why}", loc=None)
+            continue
+        before = dict(pair.items)
+        keys = tuple(key for key, item in _items(pair.copy) if item is not before[key])
+        stores.append(ItemStore(pair.path, keys))
+        items += [pair.copy[key] for key in keys]
+    _give_back(pairs, changed)
+    return stores, items
+
+
+def _unreplayable(pair: Pair, pairs: list[Pair]) -> str:
+    """Why a replay cannot store the pair's new items ("" when it can)."""
+    from .tracer import Tracer
+    if [key for key, _ in _items(pair.copy)] != [key for key, _ in pair.items]:
+        return " (items added or removed)"
+    if sum(other.copy is pair.copy for other in pairs) > 1:
+        return " (the container is passed more than once)"
+    before = dict(pair.items)
+    if not all(isinstance(item, Tracer) and isinstance(item.value, (np.ndarray, np.generic))
+               for key, item in _items(pair.copy) if item is not before[key]):
+        return " (not all of them traced arrays)"
+    return ""
+
+
+def _give_back(pairs: list[Pair], changed: list[Pair]) -> None:
+    """The changed copies' items, concrete, into the caller's containers."""
     originals = {id(pair.copy): pair.original for pair in pairs}
     restore = lambda item: originals[id(item)] if id(item) in originals else unwrap(item)
     for pair in changed:

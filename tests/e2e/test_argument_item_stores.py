@@ -1,0 +1,160 @@
+"""New arrays the body stores into its arguments' dicts and lists (``vel[k] = mu * vel[k] -
+lr * g[k]``): replayed into the caller's containers after each call, as NumPy leaves them;
+what a replay cannot store again runs eagerly."""
+import copy
+
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+
+def sgd_momentum(params, grads, vel, lr=0.1, mu=0.9):
+    for k in params:
+        vel[k] = mu * vel[k] - lr * grads[k]
+        params[k] += vel[k]
+    return (vel["w"] ** 2).sum()
+
+
+def sgd_state(seed):
+    rng = np.random.default_rng(seed)
+    params = {"w": rng.standard_normal((4, 3)), "b": rng.standard_normal(3)}
+    grads = {"w": rng.standard_normal((4, 3)), "b": rng.standard_normal(3)}
+    return params, grads, {"w": np.zeros((4, 3)), "b": np.zeros(3)}
+
+
+def counts(compiled) -> tuple:
+    info = compiled.cache_info()
+    return info["traces"], info["hits"], info["eager_calls"]
+
+
+def test_momentum_stored_into_a_dict_argument_replays_step_after_step():
+    compiled = fusejit.compile(sgd_momentum)
+    params, grads, vel = sgd_state(0)
+    want = copy.deepcopy((params, grads, vel))
+    velocity_dict, first_velocity, first_value = vel, None, None
+    for step in range(4):
+        assert_same(sgd_momentum(*want), compiled(params, grads, vel))
+        assert_same(want, (params, grads, vel))
+        if step == 0:
+            first_velocity, first_value = vel["w"], vel["w"].copy()
+    assert vel is velocity_dict
+    # each call stored a new array, which no later call wrote over (NumPy's own behaviour)
+    assert vel["w"] is not first_velocity
+    np.testing.assert_array_equal(first_velocity, first_value)
+    assert counts(compiled) == (1, 3, 0)
+
+
+def cs231n_sgd_momentum(w, dw, config):
+    v = config["momentum"] * config["velocity"] - config["learning_rate"] * dw
+    next_w = w + v
+    config["velocity"] = v
+    return next_w, config
+
+
+def test_a_returned_config_dict_is_the_callers_with_its_new_velocity():
+    compiled = fusejit.compile(cs231n_sgd_momentum)
+    config = {"learning_rate": 1e-2, "momentum": 0.9, "velocity": np.zeros(5)}
+    want_config, w, want_w = copy.deepcopy(config), np.ones(5), np.ones(5)
+    for step in range(3):
+        dw = np.linspace(-1, 1, 5) * (step + 1)
+        want_w, _ = cs231n_sgd_momentum(want_w, dw, want_config)
+        w, returned = compiled(w, dw, config)
+        assert returned is config
+        assert_same((want_w, want_config), (w, config))
+    assert counts(compiled) == (1, 2, 0)
+
+
+def rnn_layers(xs, states, *, opt):
+    for i, x in enumerate(xs):
+        states[i] = np.tanh(x + states[i])            # a list argument
+    opt["m"]["w"] = 0.9 * opt["m"]["w"] + states[-1]  # a dict in a keyword argument's dict
+    return states[0]
+
+
+def test_lists_and_nested_dicts_of_keyword_arguments_replay():
+    compiled = fusejit.compile(rnn_layers)
+    xs = [np.linspace(-1, 1, 3), np.linspace(0, 2, 3)]
+    states, opt = [np.zeros(3), np.zeros(3)], {"m": {"w": np.zeros(3)}}
+    want_states, want_opt = copy.deepcopy((states, opt))
+    inner = opt["m"]
+    for _ in range(3):
+        want = rnn_layers(xs, want_states, opt=want_opt)
+        got = compiled(xs, states, opt=opt)
+        assert got is states[0]   # the returned array is the one stored, as eagerly
+        assert_same((want, want_states, want_opt), (got, states, opt))
+    assert opt["m"] is inner
+    assert counts(compiled) == (1, 2, 0)
+
+
+def keep(x, d):
+    d["last"] = x               # the argument itself
+    d["t"] = x.T                # a view of it
+    d["s"] = (x * x).sum()      # a NumPy scalar
+    return d["t"] + 1
+
+
+def test_stored_arguments_views_and_scalars_are_what_numpy_stores():
+    compiled = fusejit.compile(keep)
+    for step in range(3):
+        x = np.arange(6.0).reshape(2, 3) + step
+        d = {"last": np.zeros((2, 3)), "t": np.zeros((3, 2)), "s": np.float64(0)}
+        want_d = copy.deepcopy(d)
+        assert_same(keep(x, want_d), compiled(x, d))
+        assert_same(want_d, d)
+        assert d["last"] is x and d["t"].base is x
+    assert counts(compiled) == (1, 2, 0)
+
+
+def add_into_first(x, a, b):
+    a["s"] = x.sum()
+    return b["s"] * 2
+
+
+def test_one_dict_passed_twice_runs_eagerly_where_the_trace_saw_two():
+    # No array in the dicts: the key cannot tell f(x, d, d) from f(x, d1, d2), and eagerly
+    # the body reads its own store back through the second name.
+    compiled = fusejit.compile(add_into_first)
+    x = np.arange(3.0)
+    assert_same(add_into_first(x, {"s": 1.0}, {"s": 1.0}),
+                compiled(x, {"s": 1.0}, {"s": 1.0}))
+    shared, want_shared = {"s": 1.0}, {"s": 1.0}
+    assert_same(add_into_first(x, want_shared, want_shared), compiled(x, shared, shared))
+    assert_same(want_shared, shared)
+    assert counts(compiled) == (1, 0, 1)
+    assert_same(add_into_first(x, {"s": 1.0}, {"s": 1.0}),
+                compiled(x, {"s": 1.0}, {"s": 1.0}))
+    assert counts(compiled) == (1, 1, 1)
+
+
+def adds_a_key(x, d):
+    d["new"] = x * 2
+    return x
+
+
+def stores_a_count(x, d):
+    d["v"] = d["v"] + x
+    d["n"] = d["n"] + 1         # a Python int: the replay cannot make it
+    return x
+
+
+def stores_twice_through_one(x, a, b):
+    a["v"] = a["v"] + x
+    return b["v"]
+
+
+@pytest.mark.parametrize("fn, make, why", [
+    (adds_a_key, lambda: ({"old": np.zeros(3)},), "(items added or removed)"),
+    (stores_a_count, lambda: ({"v": np.zeros(3), "n": 0},), "(not all of them traced arrays)"),
+    (stores_twice_through_one, lambda: (lambda d: (d, d))({"v": np.zeros(3)}),
+     "(the container is passed more than once)"),
+], ids=["key-added", "python-int", "passed-twice"])
+def test_stores_a_replay_cannot_make_run_eagerly_and_reach_the_caller(fn, make, why):
+    compiled = fusejit.compile(fn)
+    x = np.arange(3.0)
+    want_args, got_args = make(), make()
+    assert_same(fn(x, *want_args), compiled(x, *got_args))
+    assert_same(want_args, got_args)
+    reason = str(compiled.explain(x, *make())).splitlines()[1]
+    assert reason.endswith(f"the body changed the items of argument 1 {why}")
