@@ -158,3 +158,19 @@ def test_stores_a_replay_cannot_make_run_eagerly_and_reach_the_caller(fn, make, 
     assert_same(want_args, got_args)
     reason = str(compiled.explain(x, *make())).splitlines()[1]
     assert reason.endswith(f"the body changed the items of argument 1 {why}")
+
+
+def step_with_statics(mode, vel, g, lr):
+    vel["w"] = 0.9 * vel["w"] - lr * g
+    return g.sum() if mode == "sum" else g.max()
+
+
+def test_stores_find_their_containers_among_the_arguments_left_beside_static_ones():
+    compiled = fusejit.compile(step_with_statics, static_argnames=("mode", "lr"))
+    vel, want_vel = {"w": np.zeros(3)}, {"w": np.zeros(3)}
+    for step in range(3):
+        g = np.arange(3.0) + step
+        assert_same(step_with_statics("sum", want_vel, g, 0.5),
+                    compiled("sum", vel, g, lr=0.5))
+        assert_same(want_vel, vel)
+    assert counts(compiled) == (1, 2, 0)
