@@ -117,16 +117,25 @@ def detect_container_writes(recorder, pairs: list[Pair]) -> tuple[list[ItemStore
 
 def _unreplayable(pair: Pair, pairs: list[Pair]) -> str:
     """Why a replay cannot store the pair's new items ("" when it can)."""
-    from .tracer import Tracer
     if [key for key, _ in _items(pair.copy)] != [key for key, _ in pair.items]:
         return " (items added or removed)"
     if sum(other.copy is pair.copy for other in pairs) > 1:
         return " (the container is passed more than once)"
     before = dict(pair.items)
-    if not all(isinstance(item, Tracer) and isinstance(item.value, (np.ndarray, np.generic))
-               for key, item in _items(pair.copy) if item is not before[key]):
-        return " (not all of them traced arrays)"
+    if not all(_traced_value(item) for key, item in _items(pair.copy)
+               if item is not before[key]):
+        return " (not all of them traced values)"
     return ""
+
+
+def _traced_value(item) -> bool:
+    """An array, NumPy scalar or Python float the body computed: returned, the replay makes
+    it anew (``config["t"] += 1`` on a float ``t``)."""
+    from .scalars import TracedFloat
+    from .tracer import Tracer
+    if isinstance(item, TracedFloat):
+        return True
+    return isinstance(item, Tracer) and isinstance(item.value, (np.ndarray, np.generic, float))
 
 
 def _give_back(pairs: list[Pair], changed: list[Pair]) -> None:

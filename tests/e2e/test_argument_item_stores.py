@@ -107,6 +107,23 @@ def test_stored_arguments_views_and_scalars_are_what_numpy_stores():
     assert counts(compiled) == (1, 2, 0)
 
 
+def bias_corrected(g, state):
+    state["t"] += 1.0                      # a Python float argument, stored back
+    state["m"] = 0.9 * state["m"] + 0.1 * g
+    state["last"] = state["m"].max().item()   # .item(): a Python float computed on replay
+    return state["m"] / (1 - 0.9 ** state["t"])
+
+
+def test_python_floats_the_body_computes_are_stored_as_python_floats():
+    compiled = fusejit.compile(bias_corrected)
+    state, want_state = ({"t": 0.0, "m": np.zeros(3), "last": 0.0} for _ in range(2))
+    for step in range(4):
+        g = np.linspace(-1, 1, 3) * (step + 1)
+        assert_same(bias_corrected(g, want_state), compiled(g, state))
+        assert_same(want_state, state)   # t and last: floats, as eagerly
+    assert counts(compiled) == (1, 3, 0)
+
+
 def add_into_first(x, a, b):
     a["s"] = x.sum()
     return b["s"] * 2
@@ -146,7 +163,7 @@ def stores_twice_through_one(x, a, b):
 
 @pytest.mark.parametrize("fn, make, why", [
     (adds_a_key, lambda: ({"old": np.zeros(3)},), "(items added or removed)"),
-    (stores_a_count, lambda: ({"v": np.zeros(3), "n": 0},), "(not all of them traced arrays)"),
+    (stores_a_count, lambda: ({"v": np.zeros(3), "n": 0},), "(not all of them traced values)"),
     (stores_twice_through_one, lambda: (lambda d: (d, d))({"v": np.zeros(3)}),
      "(the container is passed more than once)"),
 ], ids=["key-added", "python-int", "passed-twice"])
