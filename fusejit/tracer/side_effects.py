@@ -266,6 +266,14 @@ def _item_write(recorder, snap, name: str, container) -> AttrWrite | None:
     stores into the container (the same object, as eagerly); anything else is lost."""
     label = f"{snap.label}.{name}"
     before, now = dict(snap.lists[name]), _items(container)
+    added = _added_once(snap, before, now, container)
+    if added is not None:
+        watch = _watch(snap, name, added)
+        recorder.watches.append(watch)
+        recorder.set_fallback(f"Python state that replay would not update: {watch.label} set "
+                              f"to {pystate.shown(unwrap(container[added[0]]))} in the body "
+                              "(a key added)", None, retry=True)
+        return None
     changed = [path for path, item in now if before.get(path) != item]
     items = [container[path[0]] for path in changed if len(path) == 1]
     why = _unreplayable_items(snap, before, now, changed, items)
@@ -276,6 +284,24 @@ def _item_write(recorder, snap, name: str, container) -> AttrWrite | None:
     scalars = tuple(isinstance(x.value, np.generic) for x in items)
     return AttrWrite(snap.leaf, name, None, tuple(items), scalars, snap.steps,
                      flatten(container)[1], keys=tuple(path[0] for path in changed))
+
+
+def _added_once(snap, before: dict, now: list, container) -> tuple | None:
+    """The first key the body added to a dict attribute, where all it added are keys holding
+    arrays and none went (``if k not in self.m: self.m[k] = np.zeros_like(p)``): a change made
+    once, as ``pystate``'s buffers, so that call runs as traced and the next one traces again
+    and compiles; where keys are added on every call, the signature then runs eagerly."""
+    from .tracer import Tracer
+    if type(container) is not dict or _unreachable(snap):
+        return None
+    paths = [path for path, _ in now]
+    new = [path for path in paths if path not in before]
+    if not new or [path for path in paths if path in before] != list(before):
+        return None
+    arrays = all(len(path) == 1 and (type(item) is np.ndarray or (
+        isinstance(item, Tracer) and isinstance(item.value, np.ndarray)))
+        for path in new for item in (container[path[0]],))
+    return new[0] if arrays else None
 
 
 def _unreachable(snap) -> str:

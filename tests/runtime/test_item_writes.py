@@ -1,7 +1,8 @@
 """Items of a list or dict attribute replaced by traced arrays (``self.m[k] = b1 * self.m[k] +
 g``, NumPy's usual Adam) replay: the container stays the caller's object and gets a new array
 per item on every call, as eagerly (``side_effects._item_write``). What a replay cannot redo
-(a key added, a traced Python float stored) still runs eagerly."""
+(a traced Python float stored, keys added on every call) still runs eagerly; keys added once
+(a lazily made moment) trace again on the next call, which compiles."""
 import copy
 
 import numpy as np
@@ -86,3 +87,50 @@ def test_what_replay_cannot_store_again_runs_eagerly_with_numpys_state(make):
     for g in problem()[1]:
         assert_same(eager.step(g["w"]), compiled(g["w"]))
         assert_same(vars(eager), vars(mine))
+
+
+class LazyMomentum:
+    def __init__(self, lr=0.1, mu=0.9):
+        self.v, self.lr, self.mu = {}, lr, mu
+
+    def step(self, params, grads):
+        for k, p in params.items():
+            if k not in self.v:
+                self.v[k] = np.zeros_like(p)
+            self.v[k] = self.mu * self.v[k] - self.lr * grads[k]
+            p += self.v[k]
+
+
+def test_moments_made_on_the_first_call_compile_from_the_second():
+    params, grads = problem()
+    eager_params = copy.deepcopy(params)
+    mine, eager = LazyMomentum(), LazyMomentum()
+    compiled = fusejit.compile(mine.step)
+    for g in grads:
+        assert_same(eager.step(eager_params, g), compiled(params, g))
+        assert_same((eager_params, eager.v), (params, mine.v))
+    info = compiled.cache_info()
+    # the first call added the keys (traced, then run as traced); the second traced again
+    assert (info["traces"], info["hits"], info["eager_calls"]) == (2, 2, 0)
+
+
+class Grows:
+    def __init__(self):
+        self.cache = {}
+
+    def step(self, x):
+        self.cache[len(self.cache)] = x * 2
+        return x + 1
+
+
+def test_a_dict_that_gains_a_key_on_every_call_runs_eagerly():
+    mine, eager = Grows(), Grows()
+    compiled = fusejit.compile(mine.step)
+    for step in range(4):
+        x = np.arange(3.0) + step
+        assert_same(eager.step(x), compiled(x))
+        assert_same(eager.cache, mine.cache)
+    info = compiled.cache_info()
+    assert (info["traces"], info["hits"], info["eager_calls"]) == (2, 0, 2)
+    assert "self.cache[1] set to an array float64[3] in the body (a key added)" in \
+        str(compiled.explain(np.zeros(3)))
