@@ -444,3 +444,22 @@ def test_a_complex_warning_names_the_users_line_on_cuda_replays():
             assert_same(expected, compiled(z), TOLERANCE)
         assert [(w.category, w.filename) for w in caught] == [
             (np.exceptions.ComplexWarning, __file__)]
+
+
+def _momentum_into(vel, g):
+    vel["w"] = np.float32(0.9) * vel["w"] - g   # a new array into the caller's dict
+    return g * 2
+
+
+def test_new_arrays_stored_into_a_dict_of_device_arrays_reach_it_on_every_call():
+    # the traced call ran on host copies of the dict: its new item goes back to the device
+    compiled = fusejit.compile(_momentum_into, target="cuda")
+    vel, want = {"w": cuda.to_device(np.zeros(4, np.float32))}, np.zeros(4, np.float32)
+    for step in range(3):
+        g = np.full(4, step + 1, np.float32)
+        compiled(vel, cuda.to_device(g))
+        want = np.float32(0.9) * want - g
+        assert hasattr(vel["w"], "copy_to_host")
+        np.testing.assert_allclose(vel["w"].copy_to_host(), want, rtol=1e-6)
+    info = compiled.cache_info()
+    assert (info["traces"], info["hits"], info["eager_calls"]) == (1, 2, 0)
