@@ -33,7 +33,13 @@ from .entries import (
     TraceTree,
 )
 from .input_layouts import argument_orders, capture_orders, in_memory_order, target_orders
-from .item_stores import ALIASED_CONTAINERS, Stored, container_at, distinct
+from .item_stores import (
+    ALIASED_CONTAINERS,
+    Stored,
+    captured_containers,
+    container_at,
+    distinct,
+)
 from .key import (
     UntraceableInput,
     by_identity,
@@ -223,7 +229,8 @@ class CompiledFunction:
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
         tried = 0
-        if tree is not None and tree.stores and not distinct(args, kwargs):
+        if tree is not None and tree.stores and not distinct(
+                args, kwargs, captured_containers(tree, leaves)):
             return self._run_eager(fn, args, kwargs, ALIASED_CONTAINERS)
         if tree is not None:
             tried = len(tree.paths)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALIASED_CONTAINERS = ("a dict or list the body stores into is passed in more than one place: "
-                      "the trace saw one container per place")
+from ..tracer.containers import container_at
+
+ALIASED_CONTAINERS = ("a dict or list the body stores into is passed in more than one place, or "
+                      "is read through a global, closure or object too: the trace saw one "
+                      "container per place")
 
 
 @dataclass(frozen=True)
@@ -26,20 +29,13 @@ class Stored:
         return self.result
 
 
-def container_at(path: tuple, args, kwargs):
-    """The container at ``path``: an argument's position or keyword name, then keys."""
-    root, *keys = path
-    target = args[root] if type(root) is int else kwargs[root]
-    for key in keys:
-        target = target[key]
-    return target
-
-
-def distinct(args, kwargs) -> bool:
-    """Whether no dict or list is held in two places of the arguments. The key does not tell
-    ``f(d, d)`` from ``f(d1, d2)``; where the body stores into one, it reads its own stores
-    back through the other name eagerly, which a replay of the other case would not."""
-    seen: set[int] = set()
+def distinct(args, kwargs, captured=frozenset()) -> bool:
+    """Whether no dict or list is held in two places of the arguments, or is one that
+    ``captured`` (ids of containers captured arrays are read through) holds. The key does not
+    tell ``f(d, d)`` from ``f(d1, d2)``, nor ``f(STATE)`` from ``f(d)`` for a body that reads
+    ``STATE``; where the body stores into one, it reads its own stores back through the other
+    name eagerly, which a replay of the other case would not."""
+    seen = set(captured)
     stack = [*args, *kwargs.values()]
     while stack:
         item = stack.pop()
@@ -52,3 +48,9 @@ def distinct(args, kwargs) -> bool:
         elif isinstance(item, tuple):
             stack.extend(item)
     return True
+
+
+def captured_containers(tree, leaves) -> set[int]:
+    """ids of the containers the paths' captured arrays are read through, as they are now."""
+    return {id(c) for path in tree.paths for check in path.trace.containers
+            for c in (check.container(leaves),) if c is not None}

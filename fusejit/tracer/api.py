@@ -12,7 +12,12 @@ from ..errors import UnsupportedError
 from ..ir import Graph, TensorType, Var
 from . import audit, capture_proxies, layouts, none_reads, returned_containers, type_checks
 from .captures import Capture, Roots
-from .containers import detect_container_writes, pair_containers, share_repeated
+from .containers import (
+    check_captured_reads,
+    detect_container_writes,
+    pair_containers,
+    share_repeated,
+)
 from .context import Fallback, Recorder, active, sanitize, set_active
 from .conversions import traced_conversions
 from .guards import Guard
@@ -197,6 +202,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
                                            recorder.roots, leaves)
     if stores:   # the items stored into argument containers ride along after the result
         result = (result, tuple(stored))
+    if stores:
+        check_captured_reads(recorder, stores, args, kwargs)
     recorded = finish(recorder, result, proxies, arg_leaves, before)
     if stores:
         recorded.result, recorded.item_stores = recorded.result[0], tuple(stores)

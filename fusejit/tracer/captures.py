@@ -312,12 +312,19 @@ class ContainerCheck:
     steps: tuple    # from the root to the container
     layout: object
 
-    def verify(self, leaves: list) -> None:
+    def container(self, leaves: list):
+        """The container, read again through the path; None where the path fails."""
         try:
             obj = _root_value(self.source, leaves)
             for step, key in self.steps:
                 obj = getattr(obj, key) if step == "attr" else obj[key]
         except Exception:  # noqa: BLE001 -- the capture's own read fails there too
+            return None
+        return obj
+
+    def verify(self, leaves: list) -> None:
+        obj = self.container(leaves)
+        if obj is None:
             return
         now = container_layout(obj)
         if now != self.layout:

@@ -115,6 +115,33 @@ def detect_container_writes(recorder, pairs: list[Pair]) -> tuple[list[ItemStore
     return stores, items
 
 
+def container_at(path: tuple, args, kwargs):
+    """The container at ``path``: an argument's position or keyword name, then keys."""
+    root, *keys = path
+    target = args[root] if type(root) is int else kwargs[root]
+    for key in keys:
+        target = target[key]
+    return target
+
+
+def check_captured_reads(recorder, stores: list[ItemStore], args, kwargs) -> None:
+    """Sets the fallback where a container the body stored into is one that captured arrays
+    were read through too (``d["v"] = x; return STATE["v"]`` called with ``STATE`` as ``d``):
+    a replay stores the items after its program ran, and the program read the old ones."""
+    from .captures import container_checks
+    paths = [(path.source, path.steps, record.description) for record in recorder.captures
+             for path in (record, *recorder.aliases(record))]
+    read = {id(c) for c in (check.container(recorder.leaves)
+                            for check in container_checks(paths, recorder.leaves))
+            if c is not None}
+    for store in stores:
+        if id(container_at(store.path, args, kwargs)) in read:
+            recorder.set_fallback("side effect that replay would lose: the body stored into "
+                                  "a container of its arguments that it also read through a "
+                                  "global, closure or object", loc=None)
+            return
+
+
 def _unreplayable(pair: Pair, pairs: list[Pair]) -> str:
     """Why a replay cannot store the pair's new items ("" when it can)."""
     if [key for key, _ in _items(pair.copy)] != [key for key, _ in pair.items]:

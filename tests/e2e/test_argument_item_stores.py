@@ -191,3 +191,39 @@ def test_stores_find_their_containers_among_the_arguments_left_beside_static_one
                     compiled("sum", vel, g, lr=0.5))
         assert_same(want_vel, vel)
     assert counts(compiled) == (1, 2, 0)
+
+
+STATE = {"v": np.zeros(3)}
+
+
+def store_then_read_the_global(x, d):
+    d["v"] = x * 2.0
+    return STATE["v"] + 1.0     # the same dict where the caller passes STATE as d
+
+
+def test_a_dict_argument_also_read_through_a_global_runs_eagerly():
+    # A replay stores the items after its program ran, which read the global's old item.
+    compiled = fusejit.compile(store_then_read_the_global)
+    x = np.arange(3.0)
+    for _ in range(2):   # traced and replayed with a dict of their own
+        assert_same(store_then_read_the_global(x, {"v": np.zeros(3)}),
+                    compiled(x, {"v": np.zeros(3)}))
+    for step in range(2):
+        STATE["v"] = np.zeros(3)
+        want = store_then_read_the_global(x + step, STATE)
+        STATE["v"] = np.zeros(3)
+        assert_same(want, compiled(x + step, STATE))
+    assert counts(compiled) == (1, 1, 2)
+
+
+def test_a_trace_that_stores_into_a_dict_it_reads_through_a_global_runs_eagerly():
+    compiled = fusejit.compile(store_then_read_the_global)
+    x = np.arange(3.0)
+    compiled(x, STATE)   # (the traced call itself read the old item: docs/tracing.md)
+    for step in range(2):
+        STATE["v"] = np.zeros(3)
+        want = store_then_read_the_global(x + step, STATE)
+        STATE["v"] = np.zeros(3)
+        assert_same(want, compiled(x + step, STATE))
+    info = compiled.cache_info()
+    assert (info["traces"], info["hits"], info["eager_signatures"]) == (1, 0, 1)
