@@ -34,7 +34,7 @@ def written_inputs(trace) -> dict[int, int]:
     first_capture = len(trace.arg_leaves)
     read = {guard.output for guard in trace.guards}
     read.update(leaf.index for leaf in trace.out_leaves if leaf.kind == "value")
-    read.update(i for write in trace.attr_writes for i in write.outputs)
+    read.update(i for write in trace.attr_writes for i in write.outputs if type(i) is int)
     return {m.output: position[m.index] if m.target == "arg" else first_capture + m.index
             for m in trace.mutations if m.output not in read}
 

@@ -17,7 +17,7 @@ from ..tracer.returned_views import apply_views
 from . import undo
 from .deferred_writes import check_writeable, write_all
 from .device import is_device_array, overlaps_device
-from .fast_entry import LAID_OUT_OTHERWISE, argument_view, fast_entry
+from .fast_entry import LAID_OUT_OTHERWISE, argument_view, fast_entry, host_scalar
 from .fast_entry import as_array as _as_array
 from .item_stores import Stored
 from .program import GuardFailed, Program
@@ -113,7 +113,7 @@ class CompiledEntry:
                 write_all(self.program, [(target, m.output) for target, m in
                                          zip(targets, trace.mutations, strict=True)], values)
         for write, target in zip(trace.attr_writes, rebound, strict=True):
-            _replay_attr_write(write, target, values)
+            _replay_attr_write(write, target, values, leaves, captured)
         if self.plain_outputs:  # every output a plain array: skip the per-leaf dispatch
             return unflatten(trace.out_treedef, [values[leaf.index] for leaf in trace.out_leaves])
         results = [_output(leaf, values, leaves, captured) for leaf in trace.out_leaves]
@@ -315,9 +315,9 @@ def _output(leaf, values, leaves, captured):
     if leaf.kind == "value":
         value = values[leaf.index]
         if leaf.pyfloat:
-            return float(value)
+            return float(host_scalar(value))
         if leaf.pyint or leaf.pybool:
-            return int(value) if leaf.pyint else bool(value)
+            return int(host_scalar(value)) if leaf.pyint else bool(host_scalar(value))
         if leaf.view:
             return argument_view(value, leaf.view)
         return value[()] if leaf.scalar else value
@@ -379,15 +379,23 @@ def _rebind_targets(writes, leaves, owner) -> list | None:
     return targets
 
 
-def _replay_attr_write(write, target, values) -> None:
+def _replay_attr_write(write, target, values, leaves, captured) -> None:
     """``self.w = self.w - lr * g`` in the body: rebind the attribute after every replay;
-    ``self.m[k] = b1 * self.m[k] + g``: store the items into the list or dict it holds."""
+    ``self.m[k] = b1 * self.m[k] + g``: store the items into the list or dict it holds. An
+    argument or captured array stored as it is goes there itself (``self.cache = (x, h)``)."""
     scalars = write.scalars or (False,) * len(write.outputs)
-    items = [values[i][()] if scalar else values[i]
-             for i, scalar in zip(write.outputs, scalars, strict=True)]
+    items = [_attr_item(source, scalar, values, leaves, captured)
+             for source, scalar in zip(write.outputs, scalars, strict=True)]
     if write.keys:
         container = getattr(target, write.name)
         for key, item in zip(write.keys, items, strict=True):
             container[key] = item
         return
     setattr(target, write.name, unflatten(write.treedef, items))
+
+
+def _attr_item(source, scalar: bool, values, leaves, captured):
+    if type(source) is tuple:
+        kind, index = source
+        return leaves[index] if kind == "arg" else captured[index]
+    return values[source][()] if scalar else values[source]

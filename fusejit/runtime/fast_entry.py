@@ -159,14 +159,20 @@ def _output_expression(leaf, position: int, names: dict) -> str:
         copy = ".copy(order=\"K\")" if isinstance(leaf.const, np.ndarray) else ""
         return f"const{position}{copy}"
     value = f"values[{leaf.index}]"
-    if leaf.pyfloat:
-        return f"float({value})"
-    if leaf.pyint or leaf.pybool:
-        return f"{'int' if leaf.pyint else 'bool'}({value})"
+    if leaf.pyfloat or leaf.pyint or leaf.pybool:
+        names["host_scalar"] = host_scalar
+        kind = "float" if leaf.pyfloat else "int" if leaf.pyint else "bool"
+        return f"{kind}(host_scalar({value}))"
     if leaf.view:
         names["argument_view"] = argument_view
         return f"argument_view({value}, {leaf.view!r})"
     return f"{value}[()]" if leaf.scalar else value
+
+
+def host_scalar(value):
+    """A program's 0-d value, read back from the device where it is there (``float`` of a
+    device array raises)."""
+    return value if isinstance(value, (np.ndarray, np.generic)) else value[()]
 
 
 def argument_view(array, view: str):

@@ -42,7 +42,8 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
             for leaf in out_leaves_raw), out_leaves_raw, outputs), out_leaves_raw, proxies)
         mutations = tuple(_mutations(writes, outputs))
         attr_writes = tuple(replace(w, outputs=tuple(
-            _value_output(recorder, t.ir_var, outputs) for t in w.outputs)) for w in pending)
+            _attr_source(recorder, t.ir_var, outputs, arg_leaves, mutations)
+            for t in w.outputs)) for w in pending)
         check_masked_stores(recorder)
         settle(recorder)
         guards = _guards(recorder, outputs, returned)
@@ -119,6 +120,23 @@ def _argument_itself(leaf, proxies) -> int | None:
         return None
     same = [index for index, proxy in proxies.items() if proxy.value is leaf.value]
     return same[0] if len(same) == 1 else None
+
+
+def _attr_source(recorder, var, outputs, arg_leaves, mutations):
+    """Where a replay takes a value stored on an object: ("arg", leaf index) or ("capture",
+    index) for an argument or captured array itself, also after the body wrote into it (a
+    replay's writes are in it by then); else its graph output index."""
+    for position, input_var in enumerate(recorder.inputs):
+        if input_var is var:
+            return ("arg", arg_leaves[position])
+    for index, capture in enumerate(recorder.captures):
+        if capture.var is var:
+            return ("capture", index)
+    output = _value_output(recorder, var, outputs)
+    for m in mutations:
+        if m.output == output:
+            return (m.target, m.index)
+    return output
 
 
 def _value_output(recorder, var, outputs) -> int:

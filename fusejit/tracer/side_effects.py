@@ -52,7 +52,10 @@ class AttrWrite:
     leaf: int | None          # argument leaf index of the root object; None: ``fn.__self__``
     name: str
     treedef: TreeDef
-    outputs: tuple[int, ...]  # graph output index of each leaf of the new value
+    # each leaf of the new value: its graph output index, or ("arg", leaf index) /
+    # ("capture", capture index) for an argument or captured array stored as it is
+    # (``self.cache = (x, h)``: eagerly the attribute holds ``x`` itself)
+    outputs: tuple = ()
     scalars: tuple[bool, ...] = ()  # leaf k was a NumPy scalar (runtime: ``v[()]``)
     steps: tuple = ()         # ("attr", name) / ("item", key) from the root to the object
     old_tree: TreeDef | None = None  # a container it held before: replays check it still does

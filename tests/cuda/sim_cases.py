@@ -463,3 +463,20 @@ def test_new_arrays_stored_into_a_dict_of_device_arrays_reach_it_on_every_call()
         np.testing.assert_allclose(vel["w"].copy_to_host(), want, rtol=1e-6)
     info = compiled.cache_info()
     assert (info["traces"], info["hits"], info["eager_calls"]) == (1, 2, 0)
+
+
+def _count_into(x, d):
+    d["t"] += 1.0                  # a Python float stored into the caller's dict
+    return x + 1, d["t"] * 2.0     # and one returned
+
+
+def test_python_floats_of_device_calls_are_read_back_as_python_floats():
+    compiled = fusejit.compile(_count_into, target="cuda")
+    d, x = {"t": 0.0}, np.arange(4, dtype=np.float32)
+    for step in range(1, 4):
+        y, doubled = compiled(cuda.to_device(x), d)
+        assert type(d["t"]) is float and d["t"] == step
+        assert type(doubled) is float and doubled == 2.0 * step
+        np.testing.assert_array_equal(y.copy_to_host(), x + 1)
+    info = compiled.cache_info()
+    assert (info["traces"], info["hits"], info["eager_calls"]) == (1, 2, 0)

@@ -134,3 +134,30 @@ def test_a_dict_that_gains_a_key_on_every_call_runs_eagerly():
     assert (info["traces"], info["hits"], info["eager_calls"]) == (2, 0, 2)
     assert "self.cache[1] set to an array float64[3] in the body (a key added)" in \
         str(compiled.explain(np.zeros(3)))
+
+
+class KeepsArgument:
+    def __init__(self):
+        self.last, self.cache, self.c = np.zeros(3), None, {"last": np.zeros(3)}
+
+    def step(self, x, y):
+        self.last = x                   # the argument itself, eagerly
+        y *= 2                          # written, then stored: y itself too
+        self.cache = (y, np.tanh(y))    # a forward cache for a backward
+        self.c["last"] = x
+        return x.sum()
+
+
+def test_arguments_stored_on_an_object_are_those_very_arrays():
+    mine, eager = KeepsArgument(), KeepsArgument()
+    compiled = fusejit.compile(mine.step)
+    for step in range(4):
+        x, y = np.arange(3.0) + step, np.ones(3) * step
+        want_y = y.copy()
+        assert_same(eager.step(x.copy(), want_y), compiled(x, y))
+        assert_same(want_y, y)
+        assert mine.last is x and mine.c["last"] is x and mine.cache[0] is y
+        assert_same(eager.cache, mine.cache)
+    info = compiled.cache_info()
+    # the second call traces again: cache was None (pystate), then replays
+    assert (info["traces"], info["hits"], info["eager_calls"]) == (2, 2, 0)
