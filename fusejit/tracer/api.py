@@ -15,7 +15,9 @@ from .captures import Capture, Roots
 from .containers import (
     check_captured_reads,
     detect_container_writes,
+    detect_static_writes,
     pair_containers,
+    pair_statics,
     share_repeated,
 )
 from .context import Fallback, Recorder, active, sanitize, set_active
@@ -172,6 +174,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     audited = audit.start(fn, leaves)
     recorder.audited = {id(array): (array, name, checksum) for array, name, checksum in audited}
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
+    statics = pair_statics(fn)
     copied = returned_containers.copies(args, kwargs, proxy_args, proxy_kwargs)
     held = returned_containers.existing(recorder.roots, leaves)
     set_active(recorder)
@@ -192,8 +195,10 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
         set_active(None)
         if raised:  # what the body stored on the caller's objects before it raised: concrete
             detect_container_writes(recorder, containers)
+            detect_static_writes(recorder, statics)
             detect(recorder, before)
     stores, stored = detect_container_writes(recorder, containers)
+    detect_static_writes(recorder, statics)
     audit.check(audited, recorder, [array for *_, array in written(recorder, proxies)])
     _check_caught(recorder)
     _note_random(recorder, random_before)

@@ -14,6 +14,7 @@ into the arrays they hold (``params[k] -= lr * g[k]``) are traced as usual.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,6 +114,30 @@ def detect_container_writes(recorder, pairs: list[Pair]) -> tuple[list[ItemStore
         items += [pair.copy[key] for key in keys]
     _give_back(pairs, changed)
     return stores, items
+
+
+def pair_statics(fn) -> list[Pair]:
+    """The dicts and lists a partial binds (``static_argnames`` values, a user's partial):
+    the body gets them as they are, not copies, so each is paired with itself."""
+    if not isinstance(fn, functools.partial):
+        return []
+    pairs: list[Pair] = []
+    for name, value in fn.keywords.items():
+        _pair(value, value, f"static argument {name}", pairs, (name,))
+    for index, value in enumerate(fn.args):
+        _pair(value, value, f"partial argument {index}", pairs, (index,))
+    return pairs
+
+
+def detect_static_writes(recorder, pairs: list[Pair]) -> None:
+    """Items the body stored into a static dict or list run the signature eagerly: the key
+    holds that container by id, and a replay would not store them again. The container gets
+    the concrete values, never proxies."""
+    changed = [pair for pair in pairs if _changed(pair)]
+    if changed:
+        recorder.set_fallback(f"side effect that replay would lose: the body changed the "
+                              f"items of {changed[0].label}", loc=None)
+    _give_back(pairs, changed)
 
 
 def container_at(path: tuple, args, kwargs):

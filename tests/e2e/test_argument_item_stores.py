@@ -227,3 +227,22 @@ def test_a_trace_that_stores_into_a_dict_it_reads_through_a_global_runs_eagerly(
         assert_same(want, compiled(x + step, STATE))
     info = compiled.cache_info()
     assert (info["traces"], info["hits"], info["eager_signatures"]) == (1, 0, 1)
+
+
+def store_into_static(x, cfg):
+    cfg["v"] = cfg["v"] + x
+    return x + 1
+
+
+def test_items_stored_into_a_static_dict_run_eagerly_and_stay_concrete():
+    # The key holds the static dict by id and the body gets it itself: a replay would not
+    # store again, and the traced call once left a proxy in it.
+    compiled = fusejit.compile(store_into_static, static_argnames=("cfg",))
+    x, mine, eager = np.arange(3.0), {"v": np.ones(3)}, {"v": np.ones(3)}
+    for _ in range(3):
+        assert_same(store_into_static(x, cfg=eager), compiled(x, cfg=mine))
+        assert type(mine["v"]) is np.ndarray
+        assert_same(eager, mine)
+    assert counts(compiled) == (1, 0, 2)
+    reason = str(compiled.explain(x, cfg=mine)).splitlines()[1]
+    assert reason.endswith("the body changed the items of static argument cfg")
