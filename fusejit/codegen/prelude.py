@@ -67,14 +67,7 @@ def crow(typingctx, array, lead):
     result = types.Array(array.dtype, 1, "C")
 
     def codegen(context, builder, signature, args):
-        source = context.make_array(array)(context, builder, args[0])
-        indices = cgutils.unpack_tuple(builder, args[1], len(lead))
-        strides = cgutils.unpack_tuple(builder, source.strides, array.ndim)
-        shape = cgutils.unpack_tuple(builder, source.shape, array.ndim)
-        offset = ir.Constant(ir.IntType(64), 0)
-        for index, stride in zip(indices, strides, strict=False):
-            offset = builder.add(offset, builder.mul(index, stride))
-        start = builder.gep(builder.bitcast(source.data, ir.IntType(8).as_pointer()), [offset])
+        source, start, shape, _ = _row_start(context, builder, array, args)
         row = context.make_array(result)(context, builder)
         itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
             context.get_data_type(array.dtype)))
@@ -82,6 +75,19 @@ def crow(typingctx, array, lead):
                        shape=[shape[-1]], strides=[itemsize], itemsize=itemsize, meminfo=None)
         return row._getvalue()
     return result(array, lead), codegen
+
+
+def _row_start(context, builder, array, args):
+    """(the array's struct, an i8 pointer to row ``args[1]``, its shape, its strides)."""
+    source = context.make_array(array)(context, builder, args[0])
+    indices = cgutils.unpack_tuple(builder, args[1], array.ndim - 1)
+    strides = cgutils.unpack_tuple(builder, source.strides, array.ndim)
+    shape = cgutils.unpack_tuple(builder, source.shape, array.ndim)
+    offset = ir.Constant(ir.IntType(64), 0)
+    for index, stride in zip(indices, strides, strict=False):
+        offset = builder.add(offset, builder.mul(index, stride))
+    start = builder.gep(builder.bitcast(source.data, ir.IntType(8).as_pointer()), [offset])
+    return source, start, shape, strides
 
 
 # The most of a row ``prefetch_row`` asks for: the current and the next rows of a kernel's
@@ -101,15 +107,8 @@ def prefetch_row(typingctx, array, lead):
         return None
 
     def codegen(context, builder, signature, args):
-        source = context.make_array(array)(context, builder, args[0])
-        indices = cgutils.unpack_tuple(builder, args[1], len(lead))
-        strides = cgutils.unpack_tuple(builder, source.strides, array.ndim)
-        shape = cgutils.unpack_tuple(builder, source.shape, array.ndim)
-        offset = ir.Constant(ir.IntType(64), 0)
-        for index, stride in zip(indices, strides, strict=False):
-            offset = builder.add(offset, builder.mul(index, stride))
+        _, start, shape, strides = _row_start(context, builder, array, args)
         byte = ir.IntType(8).as_pointer()
-        start = builder.gep(builder.bitcast(source.data, byte), [offset])
         size = builder.mul(shape[-1], strides[-1])
         limit = ir.Constant(ir.IntType(64), PREFETCH_BYTES)
         size = builder.select(builder.icmp_signed("<", size, limit), size, limit)
