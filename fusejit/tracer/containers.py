@@ -4,13 +4,16 @@
 The body runs on copies of the argument containers (``unflatten`` builds them around the
 proxies), so such a write would reach neither the caller's container nor the replay. Each
 container is paired with its copy before recording. A copy whose keys are as they were and
-whose replaced items are all traced arrays becomes an ``ItemStore``: the trace returns those
-items beside its result, and the runtime stores them into the caller's container after each
-replay (``vel[k] = mu * vel[k] - lr * g[k]``, ``config["velocity"] = v``). Any other change
-(items added or removed, plain Python values, a container passed twice) makes the trace an
-eager fallback. Either way the caller's containers get the new items (concrete values, the
-caller's own nested containers), as the eager call would have given them. In-place writes
-into the arrays they hold (``params[k] -= lr * g[k]``) are traced as usual.
+whose replaced items are all values the body computed from traced ones (arrays, NumPy
+scalars, Python floats) becomes an ``ItemStore``: the trace returns those items beside its
+result, and the runtime stores them into the caller's container after each replay (``vel[k] =
+mu * vel[k] - lr * g[k]``, ``config["velocity"] = v``). Any other change (items added or
+removed, untraced values, a container passed twice, one that captured arrays are read through
+too) makes the trace an eager fallback; so does a change to a static dict or list, which the
+body gets itself (``pair_statics``). Either way the caller's containers get the new items
+(concrete values, the caller's own nested containers), as the eager call would have given
+them. In-place writes into the arrays they hold (``params[k] -= lr * g[k]``) are traced as
+usual.
 """
 from __future__ import annotations
 
