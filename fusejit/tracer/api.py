@@ -13,7 +13,6 @@ from ..ir import Graph, TensorType, Var
 from . import audit, capture_proxies, layouts, none_reads, returned_containers, type_checks
 from .captures import Capture, Roots
 from .containers import (
-    check_captured_reads,
     detect_container_writes,
     detect_static_writes,
     pair_containers,
@@ -207,8 +206,6 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
                                            recorder.roots, leaves)
     if stores:   # the items stored into argument containers ride along after the result
         result = (result, tuple(stored))
-    if stores:
-        check_captured_reads(recorder, stores, args, kwargs)
     recorded = finish(recorder, result, proxies, arg_leaves, before)
     if stores:
         recorded.result, recorded.item_stores = recorded.result[0], tuple(stores)

@@ -103,10 +103,11 @@ def detect_container_writes(recorder, pairs: list[Pair]) -> tuple[list[ItemStore
     """The replayable stores and the new items they put (the trace returns them), in order;
     any other change sets the recorder's fallback. The caller's containers get every change."""
     changed = [pair for pair in pairs if _changed(pair)]
+    read = _read_through_captures(recorder) if changed else set()
     stores: list[ItemStore] = []
     items: list = []
     for pair in changed:
-        why = _unreplayable(pair, pairs)
+        why = _unreplayable(pair, pairs, read)
         if why:
             recorder.set_fallback(f"side effect that replay would lose: the body changed the "
                                   f"items of {pair.label}{why}", loc=None)
@@ -152,30 +153,26 @@ def container_at(path: tuple, args, kwargs):
     return target
 
 
-def check_captured_reads(recorder, stores: list[ItemStore], args, kwargs) -> None:
-    """Sets the fallback where a container the body stored into is one that captured arrays
-    were read through too (``d["v"] = x; return STATE["v"]`` called with ``STATE`` as ``d``):
-    a replay stores the items after its program ran, and the program read the old ones."""
+def _read_through_captures(recorder) -> set[int]:
+    """ids of the containers captured arrays were read through (``STATE`` of ``STATE["v"]``):
+    a replay stores its items after its program ran, and the program read the old ones."""
     from .captures import container_checks
     paths = [(path.source, path.steps, record.description) for record in recorder.captures
              for path in (record, *recorder.aliases(record))]
-    read = {id(c) for c in (check.container(recorder.leaves)
+    return {id(c) for c in (check.container(recorder.leaves)
                             for check in container_checks(paths, recorder.leaves))
             if c is not None}
-    for store in stores:
-        if id(container_at(store.path, args, kwargs)) in read:
-            recorder.set_fallback("side effect that replay would lose: the body stored into "
-                                  "a container of its arguments that it also read through a "
-                                  "global, closure or object", loc=None)
-            return
 
 
-def _unreplayable(pair: Pair, pairs: list[Pair]) -> str:
-    """Why a replay cannot store the pair's new items ("" when it can)."""
+def _unreplayable(pair: Pair, pairs: list[Pair], read: set[int]) -> str:
+    """Why a replay cannot store the pair's new items ("" when it can); ``read``: the ids of
+    the containers captured arrays were read through."""
     if [key for key, _ in _items(pair.copy)] != [key for key, _ in pair.items]:
         return " (items added or removed)"
     if sum(other.copy is pair.copy for other in pairs) > 1:
         return " (the container is passed more than once)"
+    if id(pair.original) in read:
+        return " (it is read through a global, closure or object too)"
     before = dict(pair.items)
     if not all(_traced_value(item) for key, item in _items(pair.copy)
                if item is not before[key]):
@@ -187,10 +184,8 @@ def _traced_value(item) -> bool:
     """An array, NumPy scalar or Python float the body computed: returned, the replay makes
     it anew (``config["t"] += 1`` on a float ``t``)."""
     from .scalars import TracedFloat
-    from .tracer import Tracer
-    if isinstance(item, TracedFloat):
-        return True
-    return isinstance(item, Tracer) and isinstance(item.value, (np.ndarray, np.generic, float))
+    from .side_effects import traced
+    return isinstance(item, TracedFloat) or traced(item, (np.ndarray, np.generic, float))
 
 
 def _give_back(pairs: list[Pair], changed: list[Pair]) -> None:

@@ -191,6 +191,12 @@ def _watch(snap, name: str, path: tuple = ()) -> pystate.Watch:
     return pystate.in_argument(label, snap.root, (*snap.steps, *steps))
 
 
+def traced(value, kinds=(np.ndarray, np.generic)) -> bool:
+    """Whether ``value`` is a proxy of a value of one of ``kinds`` that the body computed."""
+    from .tracer import Tracer
+    return isinstance(value, Tracer) and isinstance(value.value, kinds)
+
+
 def has_traced(value) -> bool:
     from .scalars import TracedFloat
     from .tracer import Tracer
@@ -294,16 +300,15 @@ def _added_once(snap, before: dict, now: list, container) -> tuple | None:
     arrays and none went (``if k not in self.m: self.m[k] = np.zeros_like(p)``): a change made
     once, as ``pystate``'s buffers, so that call runs as traced and the next one traces again
     and compiles; where keys are added on every call, the signature then runs eagerly."""
-    from .tracer import Tracer
     if type(container) is not dict or _unreachable(snap):
         return None
     paths = [path for path, _ in now]
     new = [path for path in paths if path not in before]
     if not new or [path for path in paths if path in before] != list(before):
         return None
-    arrays = all(len(path) == 1 and (type(item) is np.ndarray or (
-        isinstance(item, Tracer) and isinstance(item.value, np.ndarray)))
-        for path in new for item in (container[path[0]],))
+    arrays = all(len(path) == 1 and (type(container[path[0]]) is np.ndarray
+                                     or traced(container[path[0]], np.ndarray))
+                 for path in new)
     return new[0] if arrays else None
 
 
@@ -320,15 +325,12 @@ def _unreachable(snap) -> str:
 
 def _unreplayable_items(snap, before: dict, now: list, changed: list, items: list) -> str:
     """Why replay cannot store ``items`` into the container again ("" when it can)."""
-    from .tracer import Tracer
     unreachable = _unreachable(snap)
     if unreachable:
         return f" {unreachable}"
     if [path for path, _ in now] != list(before):
         return " (items added or removed)"
-    if len(items) != len(changed) or not all(
-            isinstance(x, Tracer) and isinstance(x.value, (np.ndarray, np.generic))
-            for x in items):
+    if len(items) != len(changed) or not all(map(traced, items)):
         return " (not traced arrays, or in a container inside it)"
     return ""
 
