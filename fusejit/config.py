@@ -52,6 +52,11 @@ def arena_max_bytes(default_mb: float) -> int:
     return megabytes("FUSEJIT_ARENA_MAX_MB", default_mb)
 
 
+def recycle_max_bytes(default_mb: float) -> int:
+    """``FUSEJIT_RECYCLE_MAX_MB``: the bound on dropped outputs' buffers kept for reuse."""
+    return megabytes("FUSEJIT_RECYCLE_MAX_MB", default_mb)
+
+
 def megabytes(name: str, default_mb: float) -> int:
     """A size in MiB from the environment variable ``name``, in bytes; a bad value is ignored
     with one warning."""

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from .recycle import recycled
+
 SPAN = 4096          # the smallest aliasing span to keep apart from (any larger one follows)
 BAND = 512           # out - in (mod SPAN) in (0, BAND): measured slow up to 256 bytes
 STEP = 64            # candidate offsets: cache-line aligned
@@ -27,15 +29,15 @@ MIN_BYTES = 1 << 20  # smaller outputs: plain np.empty (the two address reads co
 
 def empty_apart(shape, dtype, inputs) -> np.ndarray:
     """``np.empty(shape, dtype)``, placed apart from the ndarrays in ``inputs`` when large
-    (a C-contiguous view whose ``base`` is the buffer; ``flags.owndata`` is False)."""
+    (then a C-contiguous array made from a ``recycle.Block``, in a buffer a dropped output
+    of the same size left when there is one; ``flags.owndata`` is False)."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
-    raw = np.empty(nbytes + SPAN, np.uint8)
-    offset = apart_offset(raw.ctypes.data, [a.ctypes.data for a in inputs
-                                            if type(a) is np.ndarray and a.nbytes >= STEP])
-    return raw[offset: offset + nbytes].view(dtype).reshape(shape)
+    addresses = [a.ctypes.data for a in inputs if type(a) is np.ndarray and a.nbytes >= STEP]
+    return recycled(nbytes + SPAN, lambda start: apart_offset(start, addresses),
+                    tuple(shape), dtype)
 
 
 def apart_offset(start: int, addresses: list[int]) -> int:

@@ -9,6 +9,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from .. import config
+from ..codegen.recycle import Block
 from ..ir import Graph
 from ..logs import topic
 from ..tracer import Trace, flatten, layouts, pystate, unflatten
@@ -304,11 +305,14 @@ def overlaps_itself(array: np.ndarray) -> bool:
 
 
 def _owner(array: np.ndarray) -> int:
-    """id of the ndarray that owns ``array``'s memory; 0 when a non-array object does."""
+    """id of the ndarray (or recycled output's ``Block``) that owns ``array``'s memory; 0 when
+    another object does."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
     base = array.base
     if base is None:
         return id(array)
-    return id(base) if isinstance(base, np.ndarray) and base.base is None else 0
+    return id(base) if type(base) is Block else 0
 
 
 def _output(leaf, values, leaves, captured):
