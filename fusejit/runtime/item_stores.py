@@ -31,10 +31,10 @@ class Stored:
 
 def distinct(args, kwargs, captured=frozenset()) -> bool:
     """Whether no dict or list is held in two places of the arguments, or is one that
-    ``captured`` (ids of containers captured arrays are read through) holds. The key does not
-    tell ``f(d, d)`` from ``f(d1, d2)``, nor ``f(STATE)`` from ``f(d)`` for a body that reads
-    ``STATE``; where the body stores into one, it reads its own stores back through the other
-    name eagerly, which a replay of the other case would not."""
+    ``captured`` (ids of containers captured arrays are read through) holds. The key tells
+    ``f(d, d)`` from ``f(d1, d2)`` (``key._shared``) but not ``f(STATE)`` from ``f(d)`` for a
+    body that reads ``STATE``; where the body stores into one, it reads its own stores back
+    through the other name eagerly, which a replay of the other case would not."""
     seen = set(captured)
     stack = [*args, *kwargs.values()]
     while stack:

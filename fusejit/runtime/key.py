@@ -145,7 +145,10 @@ def make_key(args, kwargs, target):
                 return ("arrays", tuple(signature), _repeats(args), target), args
             return ("arrays", tuple(signature), target), args
     leaves: list = []
-    structure = _structure((args, kwargs), leaves)
+    containers: list = []
+    structure = _structure((args, kwargs), leaves, containers)
+    if len(set(containers)) < len(containers):
+        structure = (structure, _shared(containers))
     if len(set(map(id, leaves))) < len(leaves) and _repeated(
             [leaf for leaf in leaves if type(leaf) is np.ndarray]):
         return (structure, _repeats(leaves), target), leaves
@@ -161,6 +164,15 @@ def _repeated(arrays) -> bool:
     return len(set(map(id, arrays))) < len(arrays)
 
 
+def _shared(containers: list) -> tuple:
+    """For each container (in ``_structure``'s order), the position of the first that is the
+    same object. ``f(x, d, d)`` traces with one dict under both names (``share_repeated``):
+    its replay reads both names' items from the first, so it must not serve ``f(x, d1,
+    d2)``, nor the other way round."""
+    first: dict = {}
+    return tuple(first.setdefault(ident, i) for i, ident in enumerate(containers))
+
+
 def _repeats(leaves) -> tuple:
     """For each leaf, the position of the first leaf that is the same array."""
     first: dict = {}
@@ -168,27 +180,30 @@ def _repeats(leaves) -> tuple:
                  for i, leaf in enumerate(leaves))
 
 
-def _structure(tree, leaves: list):
+def _structure(tree, leaves: list, containers: list):
     """The key's part for ``tree``: its containers (as ``pytree.flatten`` sees them, dicts in
-    insertion order) with each leaf's signature in place; the leaves go to ``leaves``. Plain
-    tuples, built without ``flatten``'s TreeDef objects: this runs on every call."""
+    insertion order) with each leaf's signature in place; the leaves go to ``leaves``, the
+    containers' ids to ``containers``. Plain tuples, built without ``flatten``'s TreeDef
+    objects: this runs on every call."""
     cls = type(tree)
     if cls is np.ndarray:   # the most common node first
         leaves.append(tree)
         return _array_signature(tree)
     if cls is dict:
+        containers.append(id(tree))
         keys = tuple(tree)
         kinds = tuple(map(type, keys))   # 1, 1.0 and True are one key to a dict, not to us
         if float in kinds or complex in kinds:
             keys = tuple([typed(k) for k in keys])
-        return (dict, keys, kinds, _children(tree.values(), leaves))
+        return (dict, keys, kinds, _children(tree.values(), leaves, containers))
     if cls is tuple or cls is list or (isinstance(tree, tuple) and hasattr(cls, "_fields")):
-        return (cls, _children(tree, leaves))
+        containers.append(id(tree))
+        return (cls, _children(tree, leaves, containers))
     leaves.append(tree)
     return leaf_signature(tree)
 
 
-def _children(items, leaves: list) -> tuple:
+def _children(items, leaves: list, containers: list) -> tuple:
     """``_structure`` of each item; a C-contiguous array's signature made here (a dict of
     parameters: most items are such arrays)."""
     signatures = []
@@ -197,5 +212,5 @@ def _children(items, leaves: list) -> tuple:
             leaves.append(item)
             signatures.append((_ARRAY, item.shape, item.dtype))
         else:
-            signatures.append(_structure(item, leaves))
+            signatures.append(_structure(item, leaves, containers))
     return tuple(signatures)

@@ -129,20 +129,46 @@ def add_into_first(x, a, b):
     return b["s"] * 2
 
 
-def test_one_dict_passed_twice_runs_eagerly_where_the_trace_saw_two():
-    # No array in the dicts: the key cannot tell f(x, d, d) from f(x, d1, d2), and eagerly
-    # the body reads its own store back through the second name.
+def test_one_dict_passed_twice_keys_apart_from_two_and_runs_eagerly():
+    # Eagerly the body reads its own store back through the second name: the trace sees one
+    # dict under both names, a replay could not store between the two reads.
     compiled = fusejit.compile(add_into_first)
     x = np.arange(3.0)
     assert_same(add_into_first(x, {"s": 1.0}, {"s": 1.0}),
                 compiled(x, {"s": 1.0}, {"s": 1.0}))
-    shared, want_shared = {"s": 1.0}, {"s": 1.0}
+    # NumPy scalars: the stored sum is one too, so the next call has the same key
+    shared, want_shared = {"s": np.float64(1.0)}, {"s": np.float64(1.0)}
     assert_same(add_into_first(x, want_shared, want_shared), compiled(x, shared, shared))
     assert_same(want_shared, shared)
-    assert counts(compiled) == (1, 0, 1)
+    assert counts(compiled) == (2, 0, 0)          # its own key: traced, then a fallback
+    assert_same(add_into_first(x, want_shared, want_shared), compiled(x, shared, shared))
+    assert_same(want_shared, shared)
+    assert counts(compiled) == (2, 0, 1)
     assert_same(add_into_first(x, {"s": 1.0}, {"s": 1.0}),
                 compiled(x, {"s": 1.0}, {"s": 1.0}))
-    assert counts(compiled) == (1, 1, 1)
+    assert counts(compiled) == (2, 1, 1)          # two dicts still replay
+
+
+def reads_both(x, a, b):
+    return a["s"] + b["s"] * x
+
+
+@pytest.mark.parametrize("wrap", [dict, list, tuple], ids=["dict", "list", "tuple"])
+def test_a_container_passed_twice_is_not_replayed_for_two_and_back(wrap):
+    # f(x, d, d) traces with one container under both names (its items read from the first):
+    # that program must not answer f(x, d1, d2), nor the other way round.
+    def make(value):
+        return {"s": value} if wrap is dict else wrap([value])
+
+    def body(x, a, b):
+        return reads_both(x, *(({"s": c[0]} if wrap is not dict else c) for c in (a, b)))
+
+    compiled = fusejit.compile(body)
+    x = np.arange(3.0)
+    for first, second in [(make(1.0),) * 2, (make(1.0), make(5.0)), (make(2.0),) * 2,
+                          (make(3.0), make(7.0))]:
+        assert_same(body(x, first, second), compiled(x, first, second))
+    assert counts(compiled)[:2] == (2, 2)
 
 
 def adds_a_key(x, d):
