@@ -6,14 +6,17 @@ anew and trims its heap's top). A loop that keeps its last result while computin
 (``y = f(x)`` again and again) hits that on every call: the 8-op chain on 4096x1024 float32
 took 3.0 ms with 336-506 page faults per call, 1.5 ms with none when it reused a buffer.
 
-Each large output is made from a ``Block`` holding one buffer: NumPy keeps the block alive
-from the output and from every view derived from it (as ``base``, directly or through the
-output), so the block dies exactly when no array can reach its memory, and its buffer joins a
-free list for the next output of that size. Free buffers are kept up to
+Each large output is made from a ``Block`` (a ctypes array over one buffer): NumPy keeps the
+block alive from the output and from every view derived from it (as ``base``, directly or
+through the output), so the block dies exactly when no array can reach its memory, and its
+buffer joins a free list for the next output of that size. Free buffers are kept up to
 ``FUSEJIT_RECYCLE_MAX_MB`` (0: never), the oldest dropped first; ``release()`` drops them all.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
 import threading
 from collections import OrderedDict
 
@@ -24,22 +27,35 @@ from .. import config
 RECYCLE_MAX_MB = 256
 
 
-class Block:
-    """The owner of one recycled buffer, exposed to NumPy through ``__array_interface__``."""
+class Recycled:
+    """What every block type shares (``Block`` types are made per buffer size: a ctypes array
+    of that many bytes, so that NumPy sees a writeable buffer and ``flags.writeable`` can be
+    set back to True on a result). A block is never copied or pickled: a second owner of one
+    buffer would hand it back twice."""
 
-    __slots__ = ("raw", "__array_interface__")
-
-    def __init__(self, raw: np.ndarray, address: int, shape: tuple, dtype: np.dtype):
-        self.raw = raw
-        self.__array_interface__ = {"data": (address, False), "shape": shape,
-                                    "typestr": dtype.str, "version": 3}
+    __slots__ = ()
 
     def __del__(self):
         # at interpreter exit the pool (or contextlib) may already be gone
         try:  # noqa: SIM105
-            POOL.give_back(self.raw)
+            POOL.give_back(self._raw)
         except Exception:   # noqa: BLE001
             pass
+
+    def __reduce__(self):
+        raise TypeError("the owner of a recycled output buffer cannot be copied or pickled; "
+                        "copy the array instead")
+
+    def __copy__(self):
+        self.__reduce__()
+
+    def __deepcopy__(self, memo):
+        self.__reduce__()
+
+
+@functools.lru_cache(maxsize=64)
+def block_type(nbytes: int) -> type:
+    return type("Block", (Recycled, ctypes.c_char * nbytes), {})
 
 
 class Pool:
@@ -63,7 +79,7 @@ class Pool:
     def give_back(self, raw: np.ndarray) -> None:
         limit = config.recycle_max_bytes(RECYCLE_MAX_MB)
         with self.lock:
-            if raw.nbytes > limit:
+            if raw.nbytes > limit or id(raw) in self.free:
                 return
             self.free[id(raw)] = raw
             self.total += raw.nbytes
@@ -79,15 +95,24 @@ class Pool:
         return dropped
 
 
+    def renew_lock(self) -> None:
+        """In a forked child: another thread of the parent may have held the lock."""
+        self.lock = threading.RLock()
+
+
 POOL = Pool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=POOL.renew_lock)
 
 
 def recycled(nbytes: int, offset_of, shape: tuple, dtype: np.dtype) -> np.ndarray:
     """A C-contiguous array of ``shape``/``dtype`` at ``offset_of(start address)`` in a
     buffer of ``nbytes`` bytes, recycled when one is free."""
     raw = POOL.take(nbytes)
-    start = raw.__array_interface__["data"][0]
-    return np.asarray(Block(raw, start + offset_of(start), shape, dtype))
+    block = block_type(nbytes).from_buffer(raw)
+    block._raw = raw
+    return np.ndarray(shape, dtype, buffer=block,
+                      offset=offset_of(raw.__array_interface__["data"][0]))
 
 
 def release() -> int:

@@ -9,7 +9,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from .. import config
-from ..codegen.recycle import Block
+from ..codegen.recycle import Recycled
 from ..ir import Graph
 from ..logs import topic
 from ..tracer import Trace, flatten, layouts, pystate, unflatten
@@ -312,7 +312,7 @@ def _owner(array: np.ndarray) -> int:
     base = array.base
     if base is None:
         return id(array)
-    return id(base) if type(base) is Block else 0
+    return id(base) if isinstance(base, Recycled) else 0
 
 
 def _output(leaf, values, leaves, captured):

@@ -51,12 +51,13 @@ def share_repeated(args, kwargs, proxy_args, proxy_kwargs) -> tuple[tuple, dict]
 
     def shared(original, copy):
         kind = type(original)
-        if kind not in (dict, list, tuple) or type(copy) is not kind:
+        if not _walked(original) or type(copy) is not kind:
             return copy
         if id(original) in seen:
             return seen[id(original)]
-        if kind is tuple:
-            copy = tuple(shared(o, c) for o, c in zip(original, copy, strict=True))
+        if isinstance(original, tuple):
+            items = [shared(o, c) for o, c in zip(original, copy, strict=True)]
+            copy = kind(*items) if kind is not tuple else tuple(items)
         else:
             for key, item in _items(original):
                 copy[key] = shared(item, copy[key])
@@ -76,11 +77,17 @@ def pair_containers(args, kwargs, proxy_args, proxy_kwargs) -> list[Pair]:
     return pairs
 
 
+def _walked(value) -> bool:
+    """A dict, list, tuple or namedtuple: the containers the body gets copies of."""
+    kind = type(value)
+    return kind is dict or kind is list or kind is tuple or (
+        isinstance(value, tuple) and hasattr(kind, "_fields"))
+
+
 def _pair(original, copy, label: str, pairs: list, path: tuple) -> None:
-    kind = type(original)
-    if kind not in (dict, list, tuple) or type(copy) is not kind:
+    if not _walked(original) or type(copy) is not type(original):
         return
-    if kind is not tuple:
+    if not isinstance(original, tuple):
         pairs.append(Pair(original, copy, _items(copy), label, path))
     for key, item in _items(original):
         _pair(item, copy[key], f"{label}[{key!r}]", pairs, (*path, key))

@@ -51,7 +51,7 @@ def test_large_outputs_are_contiguous_views_placed_apart(dtype):
     assert out.flags.writeable and out.ctypes.data % STEP == 0
     assert placed_apart(out, x)
     out[...] = 1
-    assert out.base.raw.nbytes == out.nbytes + SPAN and not np.shares_memory(out, x)
+    assert out.base._raw.nbytes == out.nbytes + SPAN and not np.shares_memory(out, x)
 
 
 def test_small_outputs_are_plain_arrays():

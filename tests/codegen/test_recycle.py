@@ -22,7 +22,7 @@ def empty_pool():
 def buffer_of(array: np.ndarray) -> np.ndarray:
     while isinstance(array.base, np.ndarray):
         array = array.base
-    return array.base.raw
+    return array.base._raw
 
 
 def test_a_dropped_output_lends_its_buffer_to_the_next():
@@ -118,3 +118,55 @@ def test_a_recycled_output_passed_twice_to_a_writing_function_runs_as_numpy():
         np.testing.assert_array_equal(y, bump(twin, twin))
         np.testing.assert_array_equal(shared, twin)
         assert y[0, 0] == 25.0
+
+
+def test_a_recycled_result_can_be_made_read_only_and_writeable_again():
+    first = empty_apart(SHAPE, np.float32, [])
+    del first
+    out = empty_apart(SHAPE, np.float32, [])         # recycled
+    out.flags.writeable = False
+    with pytest.raises(ValueError):
+        out[0, 0] = 1.0
+    out.flags.writeable = True                        # as NumPy's own arrays allow
+    out[0, 0] = 1.0
+    view = out[1:]
+    view.flags.writeable = False
+    view.flags.writeable = True
+
+
+def test_the_owner_of_a_buffer_is_not_copied_or_pickled_but_the_array_is():
+    import copy
+    import pickle
+    out = empty_apart(SHAPE, np.float32, [])
+    out[...] = 2.0
+    for duplicate in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="copy the array instead"):
+            duplicate(out.base)
+    for twin in (copy.copy(out), copy.deepcopy(out), pickle.loads(pickle.dumps(out))):
+        assert not np.shares_memory(twin, out) and not isinstance(twin.base, recycle.Recycled)
+        np.testing.assert_array_equal(twin, out)
+
+
+def test_a_buffer_handed_back_twice_is_kept_once():
+    out = empty_apart(SHAPE, np.float32, [])
+    raw = buffer_of(out)
+    del out
+    recycle.POOL.give_back(raw)
+    assert list(recycle.POOL.free.values()) == [raw]
+    assert recycle.POOL.total == raw.nbytes
+
+
+def test_a_forked_child_gets_a_fresh_lock():
+    import os
+    recycle.POOL.lock.acquire()          # as if another thread held it at the fork
+    try:
+        pid = os.fork()
+        if pid == 0:                     # the child: would hang on the parent's lock
+            try:
+                empty_apart(SHAPE, np.float32, [])
+            finally:
+                os._exit(0)
+    finally:
+        recycle.POOL.lock.release()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -2,6 +2,7 @@
 lr * g[k]``): replayed into the caller's containers after each call, as NumPy leaves them;
 what a replay cannot store again runs eagerly."""
 import copy
+from collections import namedtuple
 
 import numpy as np
 import pytest
@@ -272,3 +273,37 @@ def test_items_stored_into_a_static_dict_run_eagerly_and_stay_concrete():
     assert counts(compiled) == (1, 0, 2)
     reason = str(compiled.explain(x, cfg=mine)).splitlines()[1]
     assert reason.endswith("the body changed the items of static argument cfg")
+
+
+Held = namedtuple("Held", "d w")
+
+
+def store_through_namedtuple(x, held):
+    held.d["s"] = held.d["s"] * 0.5 + x
+    return held.w * held.d["s"]
+
+
+def test_items_stored_into_a_dict_a_namedtuple_holds_replay():
+    compiled = fusejit.compile(store_through_namedtuple)
+    x = np.arange(3.0)
+    want = Held({"s": np.ones(3)}, np.full(3, 2.0))
+    got = copy.deepcopy(want)
+    for _ in range(4):
+        assert_same(store_through_namedtuple(x, want), compiled(x, got))
+        assert_same(want.d, got.d)
+    assert counts(compiled) == (1, 3, 0)
+
+
+def store_read_through_another(x, a, b):
+    a.d["s"] = a.d["s"] * 2.0
+    return b.d["s"] * x
+
+
+@pytest.mark.parametrize("value", [1.0, np.ones(3)], ids=["float", "array"])
+def test_one_dict_in_two_namedtuples_is_one_dict_in_the_body(value):
+    compiled = fusejit.compile(store_read_through_another)
+    x = np.arange(3.0)
+    want_d, got_d = {"s": copy.deepcopy(value)}, {"s": copy.deepcopy(value)}
+    want = store_read_through_another(x, Held(want_d, None), Held(want_d, None))
+    assert_same(want, compiled(x, Held(got_d, None), Held(got_d, None)))
+    assert_same(want_d, got_d)
