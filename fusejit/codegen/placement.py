@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .recycle import recycled
+from . import recycle
 
 SPAN = 4096          # the smallest aliasing span to keep apart from (any larger one follows)
 BAND = 512           # out - in (mod SPAN) in (0, BAND): measured slow up to 256 bytes
@@ -35,9 +35,10 @@ def empty_apart(shape, dtype, inputs) -> np.ndarray:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
-    addresses = [a.ctypes.data for a in inputs if type(a) is np.ndarray and a.nbytes >= STEP]
-    return recycled(nbytes + SPAN, lambda start: apart_offset(start, addresses),
-                    tuple(shape), dtype)
+    raw = recycle.POOL.take(nbytes + SPAN)
+    offset = apart_offset(raw.ctypes.data, [a.ctypes.data for a in inputs
+                                            if type(a) is np.ndarray and a.nbytes >= STEP])
+    return recycle.array_in(raw, offset, tuple(shape), dtype)
 
 
 def apart_offset(start: int, addresses: list[int]) -> int:

@@ -47,10 +47,10 @@ class Recycled:
                         "copy the array instead")
 
     def __copy__(self):
-        self.__reduce__()
+        return self.__reduce__()
 
     def __deepcopy__(self, memo):
-        self.__reduce__()
+        return self.__reduce__()
 
 
 @functools.lru_cache(maxsize=64)
@@ -94,7 +94,6 @@ class Pool:
             self.free.clear()
         return dropped
 
-
     def renew_lock(self) -> None:
         """In a forked child: another thread of the parent may have held the lock."""
         self.lock = threading.RLock()
@@ -105,14 +104,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=POOL.renew_lock)
 
 
-def recycled(nbytes: int, offset_of, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """A C-contiguous array of ``shape``/``dtype`` at ``offset_of(start address)`` in a
-    buffer of ``nbytes`` bytes, recycled when one is free."""
-    raw = POOL.take(nbytes)
-    block = block_type(nbytes).from_buffer(raw)
+def array_in(raw: np.ndarray, offset: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A C-contiguous array of ``shape``/``dtype`` at ``offset`` in ``raw`` (a buffer from
+    ``POOL.take``), which goes back to the pool when no array reaches it any more."""
+    block = block_type(raw.nbytes).from_buffer(raw)
     block._raw = raw
-    return np.ndarray(shape, dtype, buffer=block,
-                      offset=offset_of(raw.__array_interface__["data"][0]))
+    return np.ndarray(shape, dtype, buffer=block, offset=offset)
 
 
 def release() -> int:

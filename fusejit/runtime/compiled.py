@@ -38,7 +38,7 @@ from .item_stores import (
     Stored,
     captured_containers,
     container_at,
-    distinct,
+    reads_captured,
 )
 from .key import (
     UntraceableInput,
@@ -229,7 +229,7 @@ class CompiledFunction:
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
         tried = 0
-        if tree is not None and tree.stores and not distinct(
+        if tree is not None and tree.stores and reads_captured(
                 args, kwargs, captured_containers(tree, leaves)):
             return self._run_eager(fn, args, kwargs, ALIASED_CONTAINERS)
         if tree is not None:

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 from ..tracer.containers import container_at
 
-ALIASED_CONTAINERS = ("a dict or list the body stores into is passed in more than one place, or "
-                      "is read through a global, closure or object too: the trace saw one "
-                      "container per place")
+ALIASED_CONTAINERS = ("a dict or list the body stores into is read through a global, closure "
+                      "or object too: a replay would read its old items there")
 
 
 @dataclass(frozen=True)
@@ -29,25 +28,28 @@ class Stored:
         return self.result
 
 
-def distinct(args, kwargs, captured=frozenset()) -> bool:
-    """Whether no dict or list is held in two places of the arguments, or is one that
-    ``captured`` (ids of containers captured arrays are read through) holds. The key tells
-    ``f(d, d)`` from ``f(d1, d2)`` (``key._shared``) but not ``f(STATE)`` from ``f(d)`` for a
-    body that reads ``STATE``; where the body stores into one, it reads its own stores back
-    through the other name eagerly, which a replay of the other case would not."""
-    seen = set(captured)
+def reads_captured(args, kwargs, captured: set[int]) -> bool:
+    """Whether the arguments hold a dict or list that captured arrays are read through
+    (``captured``: their ids). The key tells ``f(d, d)`` from ``f(d1, d2)`` (``key._shared``)
+    but not ``f(STATE)`` from ``f(d)`` for a body that reads ``STATE``: where the body stores
+    into the argument, eagerly it reads its own stores back through the global, which a
+    replay (it stores after its program ran) would not."""
+    if not captured:   # the common case: no captured array is read through a container
+        return False
+    seen: set[int] = set()
     stack = [*args, *kwargs.values()]
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind is dict or kind is list:
-            if id(item) in seen:
-                return False
-            seen.add(id(item))
-            stack.extend(item.values() if kind is dict else item)
+            if id(item) in captured:
+                return True
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.extend(item.values() if kind is dict else item)
         elif isinstance(item, tuple):
             stack.extend(item)
-    return True
+    return False
 
 
 def captured_containers(tree, leaves) -> set[int]:

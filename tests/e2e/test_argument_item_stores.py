@@ -307,3 +307,20 @@ def test_one_dict_in_two_namedtuples_is_one_dict_in_the_body(value):
     want = store_read_through_another(x, Held(want_d, None), Held(want_d, None))
     assert_same(want, compiled(x, Held(got_d, None), Held(got_d, None)))
     assert_same(want_d, got_d)
+
+
+def stores_beside_a_shared_dict(x, a, b, out):
+    out["v"] = a["s"] * x + b["s"]
+    return x
+
+
+def test_a_dict_passed_twice_beside_the_one_stored_into_replays():
+    # the key records the sharing, so the trace saw it: only the stores into ``out`` replay
+    compiled = fusejit.compile(stores_beside_a_shared_dict)
+    x = np.arange(3.0)
+    for scale in (1.0, 2.0, 3.0):
+        shared, want, got = {"s": scale}, {"v": None}, {"v": None}
+        assert_same(stores_beside_a_shared_dict(x, shared, shared, want),
+                    compiled(x, shared, shared, got))
+        assert_same(want, got)
+    assert counts(compiled) == (1, 2, 0)
