@@ -33,13 +33,7 @@ from .entries import (
     TraceTree,
 )
 from .input_layouts import argument_orders, capture_orders, in_memory_order, target_orders
-from .item_stores import (
-    ALIASED_CONTAINERS,
-    Stored,
-    captured_containers,
-    container_at,
-    reads_captured,
-)
+from .item_stores import Stored, container_at
 from .key import (
     UntraceableInput,
     by_identity,
@@ -50,6 +44,7 @@ from .key import (
     typed,
 )
 from .pipeline import build_program
+from .relations import merged, places_of, relation
 from .static_churn import StaticChurn
 
 log, trace_log = topic("runtime"), topic("trace")
@@ -223,15 +218,15 @@ class CompiledFunction:
             target = (self.target, statics)
         else:
             fn, target = self.fn, self._plain_target
+        containers: list = []
         try:
-            key, leaves = make_key(args, kwargs, target)
+            key, leaves = make_key(args, kwargs, target, containers)
         except UntraceableInput as exc:
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
         tried = 0
-        if tree is not None and tree.stores and reads_captured(
-                args, kwargs, captured_containers(tree, leaves)):
-            return self._run_eager(fn, args, kwargs, ALIASED_CONTAINERS)
+        if tree is not None and tree.places:
+            key, tree = self._related(key, tree, containers, leaves)
         if tree is not None:
             tried = len(tree.paths)
             result = tree.run(leaves) if tried else MISS
@@ -242,6 +237,27 @@ class CompiledFunction:
                 self._stats["eager_calls"] += 1
                 return _eager_call(fn, args, kwargs)
         return self._trace_and_compile(fn, key, leaves, args, kwargs, tried)
+
+    def _related(self, key, tree, containers, leaves):
+        """The key and entry of calls whose containers relate to the arguments as ``tree``'s
+        traces saw them (``relations``); a call where they relate otherwise (the global the
+        body reads is now the dict it stores into) keys apart, and traces anew there."""
+        while tree is not None and tree.places:
+            now = relation(tree.places, containers, leaves)
+            if now == tree.relation:
+                break
+            key = (("related", key, now), key[-1])   # the key ends in its target, as all do
+            tree = self._entries.get(key)
+        return key, tree
+
+    def _relate(self, tree, recorded, args, kwargs, leaves) -> None:
+        """The places of a new trace join its entry's; the relation is the traced call's."""
+        places = places_of(recorded, self._owner)
+        if places and not set(places) <= set(tree.places):
+            tree.places = merged(tree.places, places)
+            containers: list = []
+            make_key(args, kwargs, None, containers)
+            tree.relation = relation(tree.places, containers, leaves)
 
     def _answer(self, tree, result, fn, args, kwargs):
         """The call's result from ``tree.run``'s answer: a replay's, or eager NumPy's where
@@ -318,6 +334,8 @@ class CompiledFunction:
             except FusejitError:
                 self._forget_if_empty(key, tree)
                 raise
+            self._relate(tree, recorded, args, kwargs,
+                         leaves if leaves is not None else flatten((args, kwargs))[0])
             self._stats["compile_seconds"] += time.perf_counter() - started
             # the entry keeps the program, not this call's result (it would pin one output
             # per signature for the function's life)

@@ -32,7 +32,10 @@ def host_copies(args, kwargs):
     Device arrays that share memory get host copies that share it the same way (``f(d, d)``
     one copy; ``f(d[1:], d[:3])`` views of one copy of the bytes both span), so the body sees
     its writes through one in its reads of the other, as on arrays."""
-    leaves, treedef = flatten((args, kwargs))
+    try:
+        leaves, treedef = flatten((args, kwargs))
+    except RecursionError:   # a dict that holds itself (``make_key`` refused it): as it is
+        return args, kwargs, ()
     device = [i for i, leaf in enumerate(leaves) if is_device_array(leaf)]
     if not device:
         return args, kwargs, ()

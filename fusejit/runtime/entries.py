@@ -174,6 +174,10 @@ class TraceTree:
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
     stores: bool = False  # a path stores into the arguments' containers (item_stores.py)
+    # relations.Place: containers whose relation to the arguments' own the paths rest on, and
+    # the relation they were traced under (calls with another one key apart)
+    places: tuple = ()
+    relation: tuple = ()
     # Python state a trace changed (tracer/pystate.py, ``Fallback.retry``): why, whether a
     # call's own trace did (a second change runs eagerly), and (Watch, its root's leaf index
     # here: -1 the owner, None none, value the compiling trace left) for each place a trace

@@ -130,9 +130,11 @@ def check_dtype(signature) -> None:
             raise UntraceableInput(f"dtype {dtype} is not supported by the compiler")
 
 
-def make_key(args, kwargs, target):
+def make_key(args, kwargs, target, containers: list | None = None):
     """The cache key and the leaves. An array passed twice (``f(a, a)``) is one proxy while
-    tracing (``x is y`` holds): such calls key apart from calls with two arrays."""
+    tracing (``x is y`` holds): such calls key apart from calls with two arrays.
+    ``containers`` gets the ids of the arguments' dicts, lists and tuples, in key order
+    (none where all the arguments are arrays)."""
     if not kwargs:  # the common case, positional arrays only: no flattening
         signature = []
         for a in args:
@@ -145,8 +147,13 @@ def make_key(args, kwargs, target):
                 return ("arrays", tuple(signature), _repeats(args), target), args
             return ("arrays", tuple(signature), target), args
     leaves: list = []
-    containers: list = []
-    structure = _structure((args, kwargs), leaves, containers)
+    if containers is None:
+        containers = []
+    try:
+        structure = _structure((args, kwargs), leaves, containers)
+    except RecursionError:
+        raise UntraceableInput("the arguments nest too deeply to be keyed (a dict or list "
+                               "that holds itself?)") from None
     if len(set(containers)) < len(containers):
         structure = (structure, _shared(containers))
     if len(set(map(id, leaves))) < len(leaves) and _repeated(

@@ -98,6 +98,9 @@ class Trace:
     # containers.ItemStore: items stored into argument containers; the replay's result is then
     # (result, the stored items in order), split by the runtime (entries.Stored)
     item_stores: tuple = ()
+    # (source, steps) as captures': a global, closure or object that held an argument's dict or
+    # list while tracing; the body read the argument's copy there (capture_proxies.substitute)
+    substituted: tuple = ()
 
 
 def _positional_names(fn, count: int) -> list[str]:
@@ -180,7 +183,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     raised = True
     try:
         with traced_conversions(), _shuffle_refused(), \
-                capture_proxies.proxied(fn, recorder, leaves, hints) as body:
+                capture_proxies.proxied(fn, recorder, leaves, hints, containers) as body:
             try:
                 with type_checks.watched(recorder):
                     result = body(*proxy_args, **proxy_kwargs)
@@ -212,6 +215,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     recorded.layouts, recorded.capture_layouts = layouts.kept(recorder, proxies, arg_leaves,
                                                               leaves)
     recorded.none_reads = none_reads.find(fn, before)
+    recorded.substituted = tuple(recorder.substituted)
     if returned_containers.has_markers(recorded.result):
         recorded.result = returned_containers.fill(recorded.result, args, kwargs)
         recorded.returns_containers = True

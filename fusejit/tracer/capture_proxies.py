@@ -58,8 +58,9 @@ class Plan:
 class _Swaps:
     """Arrays in argument objects swapped for proxies, and the proxies' paths."""
 
-    def __init__(self, recorder):
+    def __init__(self, recorder, arguments=()):
         self.recorder = recorder
+        self.arguments = {id(pair.original): pair.copy for pair in arguments}   # stand_in
         self.seen: set = set()       # ids of the objects and containers looked into
         self.proxies: dict = {}      # id(array) -> its proxy
         self.arrays: dict = {}       # id(proxy) -> its array
@@ -81,6 +82,17 @@ class _Swaps:
             proxy = self.proxies[id(array)] = CapturedTracer(array, self.recorder, path)
             self.arrays[id(proxy)] = array
         return proxy
+
+    def stand_in(self, value, where: tuple):
+        """The body's copy of an argument's dict or list where a global, closure or object
+        holds the dict or list itself (``STATE`` passed as ``d`` too), else None. Eagerly
+        both names are one object: an item stored through one is read through the other, so
+        the body sees the copy under both. The runtime replays the trace only while that
+        place still holds the argument (``runtime.relations``)."""
+        copy = self.arguments.get(id(value))
+        if copy is not None:
+            self.recorder.substituted.append((where[0], where[1]))
+        return copy
 
     def swap(self, value, where: tuple, depth: int = MAX_DEPTH, again: bool = False) -> None:
         """Swap the arrays held by ``value`` (``depth`` levels down) for proxies. Below a
@@ -106,6 +118,10 @@ class _Swaps:
                     if not again:
                         slots[key] = self.proxy(item, _below(where, step, key))
                         self.containers[id(slots)] = slots
+                elif id(item) in self.arguments and not again:
+                    copy = slots[key] = self.stand_in(item, _below(where, step, key))
+                    self.originals[id(copy)] = (item, copy)   # ``unswap`` puts it back
+                    self.containers[id(slots)] = slots
                 elif rebuildable(item) and not again:
                     copy = self.tuple_copy(item, _below(where, step, key), depth - 1)
                     if copy is not item:
@@ -126,6 +142,8 @@ class _Swaps:
             here = _below(where, "item", key)
             if proxyable(item):
                 item = self.proxy(item, here)
+            elif id(item) in self.arguments:
+                item = self.stand_in(item, here)
             elif rebuildable(item):
                 item = self.tuple_copy(item, here, depth - 1)
             else:
@@ -311,9 +329,10 @@ def _user_class(obj) -> bool:
             and not any("__slots__" in vars(base) for base in cls.__mro__))
 
 
-def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
-    """The callable to trace; the arrays of argument objects are swapped for proxies."""
-    swaps = _Swaps(recorder)
+def plan(fn, recorder, leaves: list, hints: list[str], arguments=()) -> Plan:
+    """The callable to trace; the arrays of argument objects are swapped for proxies.
+    ``arguments``: the ``containers.Pair`` of each argument dict and list and its copy."""
+    swaps = _Swaps(recorder, arguments)
     result = Plan(fn, swaps, Copies(swaps))
     if isinstance(fn, functools.partial) and type(_unbound(fn.func)) is types.FunctionType:
         # a function's bound arguments, or a compiled method's static ones
@@ -363,10 +382,10 @@ def _below(where, step, key):
 
 
 @contextmanager
-def proxied(fn, recorder, leaves: list, hints: list[str]):
+def proxied(fn, recorder, leaves: list, hints: list[str], arguments=()):
     """The callable to trace, with the arrays of argument objects swapped for proxies until
     the body returns; then the body's bindings are copied back and the arrays restored."""
-    traced = plan(fn, recorder, leaves, hints)
+    traced = plan(fn, recorder, leaves, hints, arguments)
     recorder.unswap = traced.swaps.unswap
     try:
         yield traced.fn

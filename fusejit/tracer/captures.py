@@ -314,13 +314,7 @@ class ContainerCheck:
 
     def container(self, leaves: list):
         """The container, read again through the path; None where the path fails."""
-        try:
-            obj = _root_value(self.source, leaves)
-            for step, key in self.steps:
-                obj = getattr(obj, key) if step == "attr" else obj[key]
-        except Exception:  # noqa: BLE001 -- the capture's own read fails there too
-            return None
-        return obj
+        return reach(self.source, self.steps, leaves)
 
     def verify(self, leaves: list) -> None:
         obj = self.container(leaves)
@@ -370,6 +364,18 @@ def container_checks(paths, leaves) -> tuple:
         except Exception:  # noqa: BLE001 -- the body changed the path: nothing to check
             continue
     return tuple(checks.values())
+
+
+def reach(source, steps, leaves):
+    """What ``steps`` (("attr", name) / ("item", key)) lead to from ``source``, read again;
+    None where the path fails."""
+    try:
+        obj = _root_value(source, leaves)
+        for step, key in steps:
+            obj = getattr(obj, key) if step == "attr" else obj[key]
+    except Exception:  # noqa: BLE001 -- a capture's own read fails there too
+        return None
+    return obj
 
 
 def _root_value(source, leaves):

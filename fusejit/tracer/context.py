@@ -115,6 +115,8 @@ class Recorder:
     watches: list = field(default_factory=list)   # pystate.Watch: plain state the body changed
     leaf_names: list = field(default_factory=list)   # each argument leaf's name (Watch.root)
     unswap: object = None   # gives argument objects their arrays back mid-body (capture_proxies)
+    substituted: list = field(default_factory=list)   # (source, steps): where the copy of an
+    #                            argument's dict or list stood in for it (capture_proxies)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):

@@ -113,6 +113,9 @@ for default argument arrays."""
         """An array's proxy, NumPy's view, a same-module function's copy; the arrays held by
         a list, dict or object are swapped in place (``capture_proxies``)."""
         where = (("global", module_globals, name), (), name)
+        copy = self.swaps.stand_in(value, where)
+        if copy is not None:   # ``STATE`` passed as an argument too
+            return copy
         if proxyable(value):
             return self.swaps.proxy(value, where)
         numpy = creation.replacement(value, self.numpy)
@@ -174,6 +177,11 @@ for default argument arrays."""
         maths = math_view.replacement(value)
         if maths is not None:       # ``exp = math.exp`` in the enclosing function
             return types.CellType(maths)
+        copy = self.swaps.stand_in(value, (("cell", cell), (), name))
+        if copy is not None:   # a dict or list passed as an argument too
+            new = types.CellType(copy)
+            self.cells.append((cell, new, copy))
+            return new
         if rebuildable(value):   # a tuple of arrays: a new cell holding a copy with proxies
             copy = self.swaps.tuple_copy(value, (("cell", cell), (), name))
             if copy is not value:

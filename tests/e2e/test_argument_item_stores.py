@@ -228,32 +228,95 @@ def store_then_read_the_global(x, d):
     return STATE["v"] + 1.0     # the same dict where the caller passes STATE as d
 
 
-def test_a_dict_argument_also_read_through_a_global_runs_eagerly():
-    # A replay stores the items after its program ran, which read the global's old item.
-    compiled = fusejit.compile(store_then_read_the_global)
-    x = np.arange(3.0)
-    for _ in range(2):   # traced and replayed with a dict of their own
-        assert_same(store_then_read_the_global(x, {"v": np.zeros(3)}),
-                    compiled(x, {"v": np.zeros(3)}))
-    for step in range(2):
-        STATE["v"] = np.zeros(3)
-        want = store_then_read_the_global(x + step, STATE)
-        STATE["v"] = np.zeros(3)
-        assert_same(want, compiled(x + step, STATE))
-    assert counts(compiled) == (1, 1, 2)
+def call_checked(compiled, fn, x, d):
+    """Both on fresh zeros in ``STATE``, NumPy first; the result and ``d`` must agree."""
+    STATE["v"] = np.zeros(3)
+    want = fn(x, d)
+    stored = d["v"]
+    STATE["v"] = np.zeros(3)
+    if d is not STATE:
+        d["v"] = np.zeros(3)
+    assert_same(want, compiled(x, d))
+    assert_same(stored, d["v"])
 
 
-def test_a_trace_that_stores_into_a_dict_it_reads_through_a_global_runs_eagerly():
+@pytest.mark.parametrize("order", ["STATE first", "own dict first"])
+def test_a_dict_argument_that_is_also_the_global_the_body_reads_keys_apart(order):
+    # Called with STATE, the body reads its own store back through the global; called with
+    # a dict of its own, the global's item. Each kind of call traces once and replays.
     compiled = fusejit.compile(store_then_read_the_global)
+    x, mine = np.arange(3.0), {"v": np.zeros(3)}
+    calls = [STATE, mine] * 3 if order == "STATE first" else [mine, STATE] * 3
+    for step, d in enumerate(calls):
+        call_checked(compiled, store_then_read_the_global, x + step, d)
+    assert counts(compiled) == (2, 4, 0)
+
+
+def closure_reading(held):
+    def body(x, d):
+        d["v"] = x * 2.0
+        return held["v"] + 1.0
+    return body
+
+
+class Holder:
+    pass
+
+
+HOLDER = Holder()
+
+
+def store_then_read_an_attribute(x, d):
+    d["v"] = x * 2.0
+    return HOLDER.d["v"] + 1.0
+
+
+@pytest.mark.parametrize("how", ["closure", "attribute"])
+def test_the_traced_call_reads_its_own_store_through_a_closure_or_an_attribute(how):
+    state = {"v": np.zeros(3)}
+    if how == "closure":
+        fn = closure_reading(state)
+    else:
+        fn, HOLDER.d = store_then_read_an_attribute, state
+    compiled = fusejit.compile(fn)
     x = np.arange(3.0)
-    compiled(x, STATE)   # (the traced call itself read the old item: docs/tracing.md)
-    for step in range(2):
-        STATE["v"] = np.zeros(3)
-        want = store_then_read_the_global(x + step, STATE)
-        STATE["v"] = np.zeros(3)
-        assert_same(want, compiled(x + step, STATE))
-    info = compiled.cache_info()
-    assert (info["traces"], info["hits"], info["eager_signatures"]) == (1, 0, 1)
+    for step in range(3):
+        state["v"] = np.zeros(3)
+        want = fn(x + step, state)
+        state["v"] = np.zeros(3)
+        got = compiled(x + step, state)
+        assert_same(want, got)   # x * 2 + 1: the store, read back
+        assert_same(x + step + x + step + 1.0, got)
+    assert counts(compiled) == (1, 2, 0)
+
+
+def scale_one_read_the_other(x, a, b):
+    a.m["w"] = a.m["w"] * 2.0
+    return b.m["w"] * x
+
+
+def test_two_objects_whose_dicts_become_one_after_tracing_trace_again():
+    compiled = fusejit.compile(scale_one_read_the_other)
+    x = np.arange(3.0)
+    mine, eager = [Holder(), Holder()], [Holder(), Holder()]
+    for objects in (mine, eager):
+        objects[0].m, objects[1].m = {"w": np.ones(3)}, {"w": np.ones(3)}
+    for step in range(4):
+        if step == 2:   # one dict, reached through both objects
+            mine[1].m, eager[1].m = mine[0].m, eager[0].m
+        assert_same(scale_one_read_the_other(x, *eager), compiled(x, *mine))
+        assert_same(eager[0].m, mine[0].m)
+    assert counts(compiled) == (2, 2, 0)
+
+
+def test_a_dict_that_holds_itself_runs_eagerly():
+    def body(x, d):
+        return d["s"] * x
+    d = {"s": 2.0}
+    d["self"] = d
+    compiled = fusejit.compile(body)
+    assert_same(body(np.arange(3.0), d), compiled(np.arange(3.0), d))
+    assert counts(compiled) == (0, 0, 1)
 
 
 def store_into_static(x, cfg):
