@@ -224,40 +224,52 @@ class CompiledFunction:
         except UntraceableInput as exc:
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
-        tried = 0
-        if tree is not None and tree.places:
-            key, tree = self._related(key, tree, containers, leaves)
+        tried, base = 0, key
         if tree is not None:
-            tried = len(tree.paths)
-            result = tree.run(leaves) if tried else MISS
+            paths = tree.paths   # read before ``related``, which is set before paths grow
+            if tree.related is not None:
+                key, tree, paths = self._related(key, tree, paths, containers, leaves)
+        if tree is not None:
+            tried = len(paths)
+            result = tree.run(leaves, paths) if tried else MISS
             if result is not MISS and result is not RETRACE:
                 return self._answer(tree, result, fn, args, kwargs)
             if tree.eager is not None and result is not RETRACE:
                 tree.eager.calls += 1
                 self._stats["eager_calls"] += 1
                 return _eager_call(fn, args, kwargs)
-        return self._trace_and_compile(fn, key, leaves, args, kwargs, tried)
+        return self._trace_and_compile(fn, base, leaves, args, kwargs, (tree, tried))
 
-    def _related(self, key, tree, containers, leaves):
-        """The key and entry of calls whose containers relate to the arguments as ``tree``'s
-        traces saw them (``relations``); a call where they relate otherwise (the global the
-        body reads is now the dict it stores into) keys apart, and traces anew there."""
-        while tree is not None and tree.places:
-            now = relation(tree.places, containers, leaves)
-            if now == tree.relation:
+    def _related(self, key, tree, paths, containers, leaves):
+        """The key, entry and paths of calls whose containers relate to the arguments as
+        ``tree``'s traces saw them (``relations``); a call where they relate otherwise (the
+        global the body reads is now the dict it stores into) keys apart, and traces anew."""
+        while tree is not None and tree.related is not None:
+            places, traced = tree.related
+            now = relation(places, containers, leaves)
+            if now == traced:
                 break
             key = (("related", key, now), key[-1])   # the key ends in its target, as all do
             tree = self._entries.get(key)
-        return key, tree
+            paths = tree.paths if tree is not None else []
+        return key, tree, paths
+
+    def _related_again(self, key, args, kwargs, leaves):
+        """``_related``'s key, under the lock: another thread's trace may have added places
+        since the call looked."""
+        tree = self._entries.get(key)
+        if tree is None or tree.related is None:
+            return key
+        leaves = leaves if leaves is not None else flatten((args, kwargs))[0]
+        return self._related(key, tree, tree.paths, _containers(args, kwargs), leaves)[0]
 
     def _relate(self, tree, recorded, args, kwargs, leaves) -> None:
         """The places of a new trace join its entry's; the relation is the traced call's."""
         places = places_of(recorded, self._owner)
-        if places and not set(places) <= set(tree.places):
-            tree.places = merged(tree.places, places)
-            containers: list = []
-            make_key(args, kwargs, None, containers)
-            tree.relation = relation(tree.places, containers, leaves)
+        known = tree.related[0] if tree.related is not None else ()
+        if places and not set(places) <= set(known):
+            places = merged(known, places)
+            tree.related = (places, relation(places, _containers(args, kwargs), leaves))
 
     def _answer(self, tree, result, fn, args, kwargs):
         """The call's result from ``tree.run``'s answer: a replay's, or eager NumPy's where
@@ -294,10 +306,14 @@ class CompiledFunction:
         self._stats["eager_calls"] += 1
         return _eager_call(fn, args, kwargs)
 
-    def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=0, on_copies=False):
-        """``on_copies``: ``explain`` traces copies of the arguments (``entry_for``)."""
+    def _trace_and_compile(self, fn, key, leaves, args, kwargs, tried=(None, 0),
+                           on_copies=False):
+        """``tried``: the entry the call found and how many of its paths it tried;
+        ``on_copies``: ``explain`` traces copies of the arguments (``entry_for``)."""
         with _TRACING, self._lock:
+            key = self._related_again(key, args, kwargs, leaves)
             tree = self._tree(key, leaves, args, kwargs)
+            tried = tried[1] if tried[0] is tree else 0
             if len(tree.paths) > tried and leaves is not None:  # another thread added a path
                 result = tree.run(leaves)
                 if result is not MISS and result is not RETRACE:
@@ -329,13 +345,13 @@ class CompiledFunction:
             orders = {**argument_orders(recorded, traced_leaves),
                       **capture_orders(recorded, traced_leaves)} \
                 if self.target == "cpu" and not on_device else {}
+            self._relate(tree, recorded, args, kwargs,   # before the path joins: see __call__
+                         leaves if leaves is not None else flatten((args, kwargs))[0])
             try:
                 self._add_path(tree, recorded, on_copies, traced_leaves, orders)
             except FusejitError:
                 self._forget_if_empty(key, tree)
                 raise
-            self._relate(tree, recorded, args, kwargs,
-                         leaves if leaves is not None else flatten((args, kwargs))[0])
             self._stats["compile_seconds"] += time.perf_counter() - started
             # the entry keeps the program, not this call's result (it would pin one output
             # per signature for the function's life)
@@ -428,10 +444,10 @@ class CompiledFunction:
         if not tree.watch:   # the values this trace left, read again before each replay
             tree.watch = _watched(self._watches.values(), recorded.leaf_names, leaves,
                                   self._owner)
-        tree.paths.append(CompiledEntry(recorded, program, pipeline, self._owner,
-                                        orders=tuple(sorted((orders or {}).items())),
-                                        target_orders=targets,
-                                        source=graph if orders else None))
+        tree.paths = [*tree.paths, CompiledEntry(   # a new list: a call may be reading the old
+            recorded, program, pipeline, self._owner,
+            orders=tuple(sorted((orders or {}).items())), target_orders=targets,
+            source=graph if orders else None)]
         tree.fills = tree.fills or recorded.returns_containers
         tree.stores = tree.stores or bool(recorded.item_stores)
 
@@ -594,6 +610,13 @@ def _watched(watches, names, leaves, owner) -> tuple:
         root = None if at is None else owner if at < 0 else leaves[at]
         found.append((watch, at, watch.read(root)))
     return tuple(found)
+
+
+def _containers(args, kwargs) -> list:
+    """The ids of the arguments' dicts, lists and tuples, as ``make_key`` lists them."""
+    containers: list = []
+    make_key(args, kwargs, None, containers)
+    return containers
 
 
 def _captures_changed(path, recorded) -> bool:

@@ -174,10 +174,10 @@ class TraceTree:
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
     stores: bool = False  # a path stores into the arguments' containers (item_stores.py)
-    # relations.Place: containers whose relation to the arguments' own the paths rest on, and
-    # the relation they were traced under (calls with another one key apart)
-    places: tuple = ()
-    relation: tuple = ()
+    # (relations.Place..., relation): the containers whose relation to the arguments' own the
+    # paths rest on, and the relation they were traced under (calls with another key apart);
+    # set before the path that brought a new place joins ``paths`` (a new list each time)
+    related: tuple | None = None
     # Python state a trace changed (tracer/pystate.py, ``Fallback.retry``): why, whether a
     # call's own trace did (a second change runs eagerly), and (Watch, its root's leaf index
     # here: -1 the owner, None none, value the compiling trace left) for each place a trace
@@ -187,10 +187,11 @@ class TraceTree:
     watch: tuple = ()
     owner: object = None   # fn.__self__ of a compiled bound method (the watches read it)
 
-    def run(self, leaves):
+    def run(self, leaves, paths=None):
+        """``paths``: those read before ``related`` was checked (``paths`` by default)."""
         if self.watch and not self._state_holds(leaves):
             return STATE_MOVED
-        for path in self.paths:
+        for path in self.paths if paths is None else paths:
             try:
                 return path.run(leaves)   # may be ALIASED: no other path would do better
             except GuardFailed as failed:

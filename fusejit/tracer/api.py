@@ -176,6 +176,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     audited = audit.start(fn, leaves)
     recorder.audited = {id(array): (array, name, checksum) for array, name, checksum in audited}
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
+    recorder.originals = {id(pair.copy): pair.original for pair in containers}
     statics = pair_statics(fn)
     copied = returned_containers.copies(args, kwargs, proxy_args, proxy_kwargs)
     held = returned_containers.existing(recorder.roots, leaves)

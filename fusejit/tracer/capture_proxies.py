@@ -39,6 +39,7 @@ from .loc import classify
 from .overlay import Copies, proxyable, rebuildable
 from .side_effects import has_traced, watchable
 from .tracer import CapturedTracer, Tracer
+from .untraced_reads import GlobalReads
 
 LEAKED = ("side effect that replay would lose: a traced value stored into a list, dict or "
           "object reached from a global or closure")
@@ -114,6 +115,8 @@ class _Swaps:
             for key, item in _items(slots):
                 if id(item) in self.arrays:        # a proxy put there: another path to it
                     self.proxy(self.arrays[id(item)], _below(where, step, key))
+                elif again and id(item) in self.recorder.originals:   # a copy put there
+                    self.recorder.substituted.append(_below(where, step, key)[:2])
                 elif proxyable(item):
                     if not again:
                         slots[key] = self.proxy(item, _below(where, step, key))
@@ -196,7 +199,7 @@ class _Swaps:
         for slots in self.shared:
             for key, item in _items(slots):
                 if isinstance(item, Tracer) or has_traced(item):
-                    slots[key] = unwrap(item)
+                    slots[key] = unwrap(item, self.recorder.originals)
                     self.recorder.set_fallback(
                         LEAKED_INTO.format(type(slots.target).__name__)
                         if isinstance(slots, _Subclass) else LEAKED, None)
@@ -386,9 +389,16 @@ def proxied(fn, recorder, leaves: list, hints: list[str], arguments=()):
     """The callable to trace, with the arrays of argument objects swapped for proxies until
     the body returns; then the body's bindings are copied back and the arrays restored."""
     traced = plan(fn, recorder, leaves, hints, arguments)
-    recorder.unswap = traced.swaps.unswap
+    reads = recorder.on_frame = GlobalReads(traced.swaps)
+
+    def unswap():
+        traced.swaps.unswap()
+        reads.finish(recorder)
+    recorder.unswap = unswap
     try:
         yield traced.fn
     finally:
+        recorder.on_frame = None
         traced.copies.copy_back(recorder)
+        reads.finish(recorder)
         traced.swaps.restore()

@@ -115,8 +115,11 @@ class Recorder:
     watches: list = field(default_factory=list)   # pystate.Watch: plain state the body changed
     leaf_names: list = field(default_factory=list)   # each argument leaf's name (Watch.root)
     unswap: object = None   # gives argument objects their arrays back mid-body (capture_proxies)
+    on_frame: object = None   # called with each frame the body enters (untraced_reads)
     substituted: list = field(default_factory=list)   # (source, steps): where the copy of an
     #                            argument's dict or list stood in for it (capture_proxies)
+    originals: dict = field(default_factory=dict)   # id(the body's copy of an argument's dict
+    #                            or list) -> the caller's (``unwrap``)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):
@@ -331,20 +334,24 @@ class Recorder:
         self.set_fallback(f"internal: {message}")
 
 
-def unwrap(x):
-    """Replace Tracers by their concrete values inside (nested) lists, tuples and dicts."""
+def unwrap(x, originals: dict | None = None):
+    """Replace Tracers by their concrete values inside (nested) lists, tuples and dicts.
+    ``originals``: id -> the caller's own container, for the body's copies of the arguments'
+    dicts and lists (``Recorder.originals``): bound elsewhere, they are the caller's."""
     from .scalars import TracedFloat
     from .tracer import Tracer
+    if originals and id(x) in originals:
+        return originals[id(x)]
     if isinstance(x, Tracer):
         return x.value
     if isinstance(x, TracedFloat):
         return float.__float__(x)
     if type(x) in (list, tuple):
-        return type(x)(unwrap(v) for v in x)
+        return type(x)(unwrap(v, originals) for v in x)
     if type(x) is dict:
-        return {k: unwrap(v) for k, v in x.items()}
+        return {k: unwrap(v, originals) for k, v in x.items()}
     if isinstance(x, tuple) and hasattr(type(x), "_make"):   # np.unique_counts' result
-        return type(x)._make(unwrap(v) for v in x)
+        return type(x)._make(unwrap(v, originals) for v in x)
     return x
 
 

@@ -84,7 +84,7 @@ class Overlay(dict):
             if now is _MISSING:
                 self.real.pop(name, None)
             else:
-                self.real[name] = unwrap(now)
+                self.real[name] = unwrap(now, recorder.originals)
 
 
 _MISSING = object()
@@ -154,20 +154,34 @@ for default argument arrays."""
         return copy
 
     def _defaults(self, func):
-        """Default argument arrays as proxies read through ``func.__defaults__``."""
+        """Default arguments as the body reads them through ``func.__defaults__``."""
         defaults = func.__defaults__ or ()
-        steps = [(("attr", "__defaults__"), ("item", i)) for i in range(len(defaults))]
-        return tuple(self.swaps.proxy(value, (("object", func), step, func.__name__))
-                     if proxyable(value) else math_view.replacement(value) or value
-                     for value, step in zip(defaults, steps, strict=True)) or None
+        return tuple(self._default(func, value, (("attr", "__defaults__"), ("item", i)))
+                     for i, value in enumerate(defaults)) or None
 
     def _kwdefaults(self, func):
-        """Keyword-only default arrays as proxies read through ``func.__kwdefaults__``."""
+        """Keyword-only defaults as the body reads them through ``func.__kwdefaults__``."""
         if not func.__kwdefaults__:
             return func.__kwdefaults__
-        return {k: self.swaps.proxy(v, (("object", func), (("attr", "__kwdefaults__"),
-                                                         ("item", k)), func.__name__))
-                if proxyable(v) else v for k, v in func.__kwdefaults__.items()}
+        return {k: self._default(func, v, (("attr", "__kwdefaults__"), ("item", k)))
+                for k, v in func.__kwdefaults__.items()}
+
+    def _default(self, func, value, steps):
+        """An array's proxy; the arrays in a default dict, list or object (``cfg=STATE``)
+        swapped in place, as those of a global."""
+        where = (("object", func), steps, func.__name__)
+        if proxyable(value):
+            return self.swaps.proxy(value, where)
+        maths = math_view.replacement(value)
+        if maths is not None:
+            return maths
+        copy = self.swaps.stand_in(value, where)
+        if copy is not None:   # the dict passed as an argument too
+            return copy
+        if rebuildable(value):
+            return self.swaps.tuple_copy(value, where)
+        self.swaps.swap(value, where)
+        return value
 
     def _cell(self, cell, name: str):
         try:
@@ -204,7 +218,7 @@ for default argument arrays."""
         for cell, new, proxy in self.cells:
             value = new.cell_contents
             if value is not proxy:
-                cell.cell_contents = unwrap(value)
+                cell.cell_contents = unwrap(value, recorder.originals)
                 recorder.set_fallback(REBOUND.format("a captured closure array"), None)
         for cell, name, before in self.plain_cells:
             source = ("cell", cell)

@@ -136,13 +136,21 @@ def has_markers(result) -> bool:
 
 
 def _rebuilt(tree, convert):
+    """``tree`` with ``convert`` applied to its items: ``tree`` itself where none changed
+    (a global dict the body returns is then still itself for ``mark_held``)."""
     kind = type(tree)
     if kind is dict:
-        return {k: convert(v) for k, v in tree.items()}
-    if kind is list:
-        return [convert(v) for v in tree]
-    if kind is tuple:
-        return tuple(convert(v) for v in tree)
-    if _is_namedtuple(tree):
-        return kind(*(convert(v) for v in tree))
-    return tree
+        items = {k: convert(v) for k, v in tree.items()}
+        same = all(items[k] is v for k, v in tree.items())
+    elif kind is list or kind is tuple or _is_namedtuple(tree):
+        items = [convert(v) for v in tree]
+        same = all(new is old for new, old in zip(items, tree, strict=True))
+    else:
+        return tree
+    if same:
+        return tree
+    if kind is dict:
+        return items
+    if kind is list or kind is tuple:
+        return kind(items)
+    return kind(*items)

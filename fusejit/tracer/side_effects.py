@@ -253,7 +253,7 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
         if pystate.changed(before, value) or pystate.buffer_changed(before, value):
             recorder.state_changed(_watch(snap, name), before, value)
         return None
-    _store(snap.obj, name, unwrap(value))
+    _store(snap.obj, name, unwrap(value, recorder.originals))
     if snap.leaf != -1 and (before is pystate.ABSENT or pystate.is_plain(before)):
         # ``if self.buf is None: self.buf = np.zeros(n)``, then ``self.buf += x``: the branch
         # is taken once, a replay of this path would take it on every call
@@ -344,7 +344,7 @@ def _release_objects(recorder, objects, label: str, depth: int) -> bool:
         for name, value in _attributes(obj).items():
             leaves = flatten(value)[0]
             if has_traced(value):
-                _store(obj, name, unwrap(value))
+                _store(obj, name, unwrap(value, recorder.originals))
                 found = True
             elif depth > 1:
                 found |= _release_objects(recorder, [x for x in leaves if _object(x)],

@@ -2,6 +2,8 @@
 lr * g[k]``): replayed into the caller's containers after each call, as NumPy leaves them;
 what a replay cannot store again runs eagerly."""
 import copy
+import threading
+import time
 from collections import namedtuple
 
 import numpy as np
@@ -387,3 +389,69 @@ def test_a_dict_passed_twice_beside_the_one_stored_into_replays():
                     compiled(x, shared, shared, got))
         assert_same(want, got)
     assert counts(compiled) == (1, 2, 0)
+
+
+def store_then_read_two_ways(x, d):
+    d["v"] = x * 2.0
+    return HOLDER.d["v"] + HOLDER.twin.d["v"] * 10.0
+
+
+def twin_state(moved: bool) -> dict:
+    """``HOLDER.d``, reached a second way through ``HOLDER.twin`` unless ``moved``."""
+    d = HOLDER.d = {"v": np.zeros(3)}
+    HOLDER.twin = HOLDER
+    if moved:   # another object, whose dict is not the argument
+        HOLDER.twin = Holder()
+        HOLDER.twin.d = {"v": np.full(3, 100.0)}
+    return d
+
+
+def test_every_path_to_the_argument_dict_is_checked_on_replay():
+    compiled = fusejit.compile(store_then_read_two_ways)
+    x = np.arange(3.0)
+    for moved in (False, True, True):
+        want = store_then_read_two_ways(x, twin_state(moved))
+        assert_same(want, compiled(x, twin_state(moved)))
+    assert counts(compiled) == (2, 1, 0)
+
+
+LOG = []
+
+
+def bind_the_global_elsewhere(x, d):
+    d["v"] = x * 2.0
+    HOLDER.ref = STATE
+    LOG.append(STATE)
+    return x + 1.0
+
+
+def test_the_argument_dict_bound_elsewhere_in_the_body_is_the_callers_own():
+    compiled = fusejit.compile(bind_the_global_elsewhere)
+    for _ in range(3):
+        LOG.clear()
+        HOLDER.ref = None
+        compiled(np.arange(3.0), STATE)
+        assert HOLDER.ref is STATE and LOG == [STATE] and LOG[0] is STATE
+        assert type(STATE["v"]) is np.ndarray
+
+
+def slow_to_trace(x, d):
+    time.sleep(0.3)   # while tracing only: a replay runs no Python
+    d["v"] = x * 2.0
+    return STATE["v"] + 1.0
+
+
+def test_a_call_waiting_on_another_threads_trace_checks_the_relation():
+    # Thread A traces f(x, STATE); B calls f(y, mine) meanwhile and waits for A's trace to
+    # finish, then must not replay A's program (which reads its store through STATE).
+    compiled, results = fusejit.compile(slow_to_trace), {}
+    STATE["v"] = np.zeros(3)
+    mine = {"v": np.zeros(3)}
+    a = threading.Thread(target=lambda: results.setdefault("a", compiled(np.arange(3.0), STATE)))
+    a.start()
+    time.sleep(0.1)   # B reaches the trace lock while A traces
+    results["b"] = compiled(np.full(3, 100.0), mine)
+    a.join()
+    assert_same(np.arange(3.0) * 2.0 + 1.0, results["a"])
+    assert_same(np.arange(3.0) * 2.0 + 1.0, results["b"])   # STATE's item, stored by A
+    assert_same(np.full(3, 200.0), mine["v"])

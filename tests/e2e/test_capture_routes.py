@@ -97,6 +97,28 @@ def test_keyword_only_default_arrays_are_captures():
         assert_same(want, got)
 
 
+DEFAULTS = {"acc": np.zeros(2)}
+
+
+def _dict_default(x, d, cfg=DEFAULTS):
+    d["y"] = x * 2.0
+    return cfg["acc"] + d["y"]
+
+
+def test_arrays_in_a_default_dict_are_read_as_they_are_on_every_call():
+    # They were constants of the program, taken while tracing.
+    compiled = fusejit.compile(_dict_default)
+    for step, aliased in enumerate([False, True, False, True]):
+        seen = []
+        for fn in (_dict_default, compiled):
+            DEFAULTS["acc"] = np.full(2, 10.0 * step)
+            d = DEFAULTS if aliased else {"y": np.zeros(2)}
+            seen.append(fn(np.ones(2) * step, d))
+        assert_same(*seen)
+        assert type(DEFAULTS["acc"]) is np.ndarray
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
 def _other_module(x):
     capture_state.W *= 0.5
     capture_state.W += x

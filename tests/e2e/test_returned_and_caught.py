@@ -224,6 +224,24 @@ def test_a_returned_container_held_by_an_object_or_a_global_is_that_object():
     assert model.state["steps"] == 2 and compiled.cache_info()["hits"] == 2
 
 
+def store_and_return_the_global(x, d):
+    d["v"] = x * 2.0
+    return CONFIG
+
+
+def test_a_global_dict_returned_beside_a_dict_argument_is_that_dict():
+    # Marking the argument's copies rebuilt every container of the result: CONFIG came back
+    # as a copy taken while tracing, and stayed that copy on every replay.
+    compiled = fusejit.compile(store_and_return_the_global)
+    for step in range(3):
+        CONFIG["scale"] = float(step)
+        d = {"v": np.zeros(2)}
+        assert compiled(np.arange(2.0), d) is CONFIG
+        assert_same(np.arange(2.0) * 2.0, d["v"])
+    assert compiled.cache_info()["hits"] == 2
+    CONFIG["scale"] = 2.0
+
+
 def test_a_container_the_body_makes_is_not_one_it_held_before():
     model = _Stateful()
     compiled = fusejit.compile(model.rebinds)
