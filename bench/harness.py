@@ -30,7 +30,12 @@ from fusejit.codegen import recycle
 from .workloads import REPEATS, compare, eager_output, fresh, nbytes, workloads
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-MIN_SAMPLE_S = 0.005   # a sample of a sub-millisecond call times a batch of calls
+# A sample times a batch of back-to-back calls spanning at least this long (timeit's autorange
+# batches span 0.2 s). After an eager sample (tens of ms on one core) the first few ms of a
+# two-thread kernel run up to 2x slower while the idle second core comes back (np.copyto
+# after a 25 ms sleep does the same): layernorm's compiled median was 0.95-0.98 ms in 5 ms
+# samples and 0.84-0.86 ms in 20 ms ones, in one process, against 0.80 ms called in a loop.
+MIN_SAMPLE_S = 0.02
 # Samples span at least this long. On this shared host another tenant's load comes in bursts of
 # 0.1-0.2 s that doubled a bandwidth-bound kernel (layernorm alone: 0.6-0.8 ms per call, 1.4-1.9
 # in a burst), and 15 samples of a fast kernel took under 0.1 s: one burst moved the median.
