@@ -9,7 +9,9 @@ body enters (``type_checks.watched``); for a user frame with real globals it swa
 held by the globals its code names, as the overlay does for the body: in place inside a dict,
 list or object, and by binding the module's name to the proxy for an array (the argument's
 copy for a dict or list also passed as an argument: ``capture_proxies._Swaps.stand_in``).
-``finish`` binds the names back. Under a debugger's or coverage tool's trace function no frame
+``finish`` binds the names back. A frame whose code also names a Numba-compiled function is
+left alone: handed a proxy, Numba cannot unbox it, where the plain array worked (its result
+stays a constant, as before). Under a debugger's or coverage tool's trace function no frame
 is watched, and such reads stay constants.
 """
 from __future__ import annotations
@@ -53,7 +55,10 @@ class GlobalReads:
         module = frame.f_globals
         if type(module) is not dict:   # the body's own overlay (a dict subclass)
             return
-        for name in global_reads(frame.f_code):
+        names = global_reads(frame.f_code)
+        if any(_compiled(module.get(name)) for name in names):
+            return
+        for name in names:
             if (id(module), name) in self.done or name not in module:
                 continue
             self.done.add((id(module), name))
@@ -84,6 +89,11 @@ class GlobalReads:
                 module[name] = unwrap(now, recorder.originals)
                 recorder.set_fallback(LEAKED.format(name), None)
         self.bound.clear()
+
+
+def _compiled(value) -> bool:
+    """A Numba dispatcher (``@njit``), which needs real ndarrays."""
+    return type(value).__module__.startswith("numba.")
 
 
 def _traced(value) -> bool:

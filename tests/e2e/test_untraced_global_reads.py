@@ -56,3 +56,15 @@ def test_a_method_reads_the_global_dict_as_it_is_and_as_the_argument_stored_it()
         assert type(STATE["v"]) is np.ndarray
     info = compiled.cache_info()
     assert (info["traces"], info["eager_calls"]) == (2, 0)
+
+
+def through_numba(x):
+    return x + capture_state.total_of_w()
+
+
+def test_a_frame_that_hands_its_global_to_a_numba_function_keeps_the_plain_array():
+    capture_state.W = np.full(2, 3.0)
+    compiled = fusejit.compile(through_numba)
+    assert_same(through_numba(np.arange(2.0)), compiled(np.arange(2.0)))
+    assert type(capture_state.W) is np.ndarray
+    capture_state.W = np.zeros(2)
