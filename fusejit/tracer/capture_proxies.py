@@ -39,7 +39,6 @@ from .loc import classify
 from .overlay import Copies, proxyable, rebuildable
 from .side_effects import has_traced, watchable
 from .tracer import CapturedTracer, Tracer
-from .untraced_reads import GlobalReads
 
 LEAKED = ("side effect that replay would lose: a traced value stored into a list, dict or "
           "object reached from a global or closure")
@@ -108,7 +107,7 @@ class _Swaps:
                 self.swap(item, _below(where, "item", key), depth - 1, again)
             return
         for slots, step in self._slots_of(value, again):
-            if (where[0][0] in ("global", "cell") or isinstance(slots, _Subclass)) and not again:
+            if (_shared_root(where) or isinstance(slots, _Subclass)) and not again:
                 self.shared.append(slots)
                 text = found_path(where[0], where[2], where[1])[2]
                 self.plain[id(slots)] = (text, step, _plain(slots), where)
@@ -379,6 +378,13 @@ def _argument_objects(result: Plan, leaves, hints) -> Plan:
     return result
 
 
+def _shared_root(where) -> bool:
+    """Reached from a global, a closure cell or a default argument (``cfg=DEFAULTS``): a
+    traced value the body stores there is a side effect a replay would lose (``restore``)."""
+    return where[0][0] in ("global", "cell") or where[1][:1] in (
+        (("attr", "__defaults__"),), (("attr", "__kwdefaults__"),))
+
+
 def _below(where, step, key):
     source, steps, label = where
     return source, (*steps, (step, key)), label
@@ -389,16 +395,9 @@ def proxied(fn, recorder, leaves: list, hints: list[str], arguments=()):
     """The callable to trace, with the arrays of argument objects swapped for proxies until
     the body returns; then the body's bindings are copied back and the arrays restored."""
     traced = plan(fn, recorder, leaves, hints, arguments)
-    reads = recorder.on_frame = GlobalReads(traced.swaps)
-
-    def unswap():
-        traced.swaps.unswap()
-        reads.finish(recorder)
-    recorder.unswap = unswap
+    recorder.unswap = traced.swaps.unswap
     try:
         yield traced.fn
     finally:
-        recorder.on_frame = None
         traced.copies.copy_back(recorder)
-        reads.finish(recorder)
         traced.swaps.restore()

@@ -115,7 +115,6 @@ class Recorder:
     watches: list = field(default_factory=list)   # pystate.Watch: plain state the body changed
     leaf_names: list = field(default_factory=list)   # each argument leaf's name (Watch.root)
     unswap: object = None   # gives argument objects their arrays back mid-body (capture_proxies)
-    on_frame: object = None   # called with each frame the body enters (untraced_reads)
     substituted: list = field(default_factory=list)   # (source, steps): where the copy of an
     #                            argument's dict or list stood in for it (capture_proxies)
     originals: dict = field(default_factory=dict)   # id(the body's copy of an argument's dict

@@ -99,8 +99,6 @@ def watched(recorder):
         return within
 
     def entering(frame, event, arg):
-        if recorder.on_frame is not None:   # untraced code's global reads (untraced_reads)
-            recorder.on_frame(frame)
         return within if _sites(frame.f_code)[0] else None
     sys.settrace(entering)
     try:
