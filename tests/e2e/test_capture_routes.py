@@ -191,3 +191,24 @@ def test_objects_and_classes_the_tracer_cannot_change_still_compile():
         Constants.C[...] = fill
         assert_same(np.full(3, fill), compiled(np.ones(3)))
     assert compiled.cache_info()["hits"] == 2
+
+
+STEPPED = {"w": np.arange(3.0)}
+
+
+def _steps_a_default(x, cfg=STEPPED):
+    cfg["w"] = cfg["w"] + 1.0   # a traced value stored into the default dict
+    return x + cfg["w"]
+
+
+def test_a_traced_value_stored_into_a_default_dict_runs_eagerly_and_stays_concrete():
+    STEPPED["w"] = np.arange(3.0)
+    want = [_steps_a_default(np.arange(3.0)) for _ in range(3)]
+    want_w = STEPPED["w"]
+    STEPPED["w"] = np.arange(3.0)
+    compiled = fusejit.compile(_steps_a_default)
+    for expected in want:
+        assert_same(expected, compiled(np.arange(3.0)))
+        assert type(STEPPED["w"]) is np.ndarray
+    assert_same(want_w, STEPPED["w"])
+    assert compiled.cache_info()["eager_calls"] == 2
