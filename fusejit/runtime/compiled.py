@@ -449,7 +449,6 @@ class CompiledFunction:
             orders=tuple(sorted((orders or {}).items())), target_orders=targets,
             source=graph if orders else None)]
         tree.fills = tree.fills or recorded.returns_containers
-        tree.stores = tree.stores or bool(recorded.item_stores)
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
         """The trace changed Python state (tracer/pystate.py). Every path of every signature

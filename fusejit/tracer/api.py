@@ -99,7 +99,7 @@ class Trace:
     # (result, the stored items in order), split by the runtime (entries.Stored)
     item_stores: tuple = ()
     # (source, steps) as captures': a global, closure or object that held an argument's dict or
-    # list while tracing; the body read the argument's copy there (capture_proxies.substitute)
+    # list while tracing; the body read the argument's copy there (_Swaps.stand_in)
     substituted: tuple = ()
 
 
@@ -177,6 +177,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     recorder.audited = {id(array): (array, name, checksum) for array, name, checksum in audited}
     containers = pair_containers(args, kwargs, proxy_args, proxy_kwargs)
     recorder.originals = {id(pair.copy): pair.original for pair in containers}
+    recorder.stand_ins = {id(pair.original): pair.copy for pair in containers}
     statics = pair_statics(fn)
     copied = returned_containers.copies(args, kwargs, proxy_args, proxy_kwargs)
     held = returned_containers.existing(recorder.roots, leaves)
@@ -184,7 +185,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     raised = True
     try:
         with traced_conversions(), _shuffle_refused(), \
-                capture_proxies.proxied(fn, recorder, leaves, hints, containers) as body:
+                capture_proxies.proxied(fn, recorder, leaves, hints) as body:
             try:
                 with type_checks.watched(recorder):
                     result = body(*proxy_args, **proxy_kwargs)

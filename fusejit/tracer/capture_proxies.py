@@ -58,9 +58,9 @@ class Plan:
 class _Swaps:
     """Arrays in argument objects swapped for proxies, and the proxies' paths."""
 
-    def __init__(self, recorder, arguments=()):
+    def __init__(self, recorder):
         self.recorder = recorder
-        self.arguments = {id(pair.original): pair.copy for pair in arguments}   # stand_in
+        self.arguments = recorder.stand_ins   # id(an argument's dict or list) -> its copy
         self.seen: set = set()       # ids of the objects and containers looked into
         self.proxies: dict = {}      # id(array) -> its proxy
         self.arrays: dict = {}       # id(proxy) -> its array
@@ -331,10 +331,9 @@ def _user_class(obj) -> bool:
             and not any("__slots__" in vars(base) for base in cls.__mro__))
 
 
-def plan(fn, recorder, leaves: list, hints: list[str], arguments=()) -> Plan:
-    """The callable to trace; the arrays of argument objects are swapped for proxies.
-    ``arguments``: the ``containers.Pair`` of each argument dict and list and its copy."""
-    swaps = _Swaps(recorder, arguments)
+def plan(fn, recorder, leaves: list, hints: list[str]) -> Plan:
+    """The callable to trace; the arrays of argument objects are swapped for proxies."""
+    swaps = _Swaps(recorder)
     result = Plan(fn, swaps, Copies(swaps))
     if isinstance(fn, functools.partial) and type(_unbound(fn.func)) is types.FunctionType:
         # a function's bound arguments, or a compiled method's static ones
@@ -391,10 +390,10 @@ def _below(where, step, key):
 
 
 @contextmanager
-def proxied(fn, recorder, leaves: list, hints: list[str], arguments=()):
+def proxied(fn, recorder, leaves: list, hints: list[str]):
     """The callable to trace, with the arrays of argument objects swapped for proxies until
     the body returns; then the body's bindings are copied back and the arrays restored."""
-    traced = plan(fn, recorder, leaves, hints, arguments)
+    traced = plan(fn, recorder, leaves, hints)
     recorder.unswap = traced.swaps.unswap
     try:
         yield traced.fn

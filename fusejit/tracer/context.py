@@ -119,6 +119,8 @@ class Recorder:
     #                            argument's dict or list stood in for it (capture_proxies)
     originals: dict = field(default_factory=dict)   # id(the body's copy of an argument's dict
     #                            or list) -> the caller's (``unwrap``)
+    stand_ins: dict = field(default_factory=dict)   # the other way round: id(the caller's) ->
+    #                            the body's copy (``capture_proxies._Swaps.stand_in``)
 
     # -- nodes -------------------------------------------------------------------------------
     def emit(self, op: str, inputs, attrs=(), weak: bool = False):

@@ -141,16 +141,10 @@ def _rebuilt(tree, convert):
     kind = type(tree)
     if kind is dict:
         items = {k: convert(v) for k, v in tree.items()}
-        same = all(items[k] is v for k, v in tree.items())
-    elif kind is list or kind is tuple or _is_namedtuple(tree):
-        items = [convert(v) for v in tree]
-        same = all(new is old for new, old in zip(items, tree, strict=True))
-    else:
+        return items if any(items[k] is not v for k, v in tree.items()) else tree
+    if kind is not list and kind is not tuple and not _is_namedtuple(tree):
         return tree
-    if same:
+    items = [convert(v) for v in tree]
+    if all(new is old for new, old in zip(items, tree, strict=True)):
         return tree
-    if kind is dict:
-        return items
-    if kind is list or kind is tuple:
-        return kind(items)
-    return kind(*items)
+    return kind(*items) if _is_namedtuple(tree) else kind(items)
