@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import fusejit
 from fusejit.codegen import concat
-from fusejit.codegen.concat import MIN_BYTES, loop_source
+from fusejit.codegen.concat import MIN_BYTES, PARALLEL_MIN_BYTES, loop_source
 from tests.oracle import assert_same, check_calls
 
 
@@ -136,6 +136,44 @@ def test_a_returned_concatenation_is_a_fresh_writeable_array():
     compiled = check_calls(f, lambda call: (a + call,))
     out, _ = compiled(a)
     assert out.flags.c_contiguous and out.flags.writeable and out.flags.owndata
+
+
+@pytest.mark.parametrize("fn, parallel", [(_im2col, True), (_three_ways, None)])
+def test_large_results_share_their_rows_between_threads(fn, parallel):
+    # im2col's 9 MiB (axis 1 of 4, 16 leading rows) runs concat_parallel; of _three_ways'
+    # 2-D results, the one along axis 1 does and the one along axis 0 cannot (no axis before)
+    x = np.random.default_rng(1).standard_normal((16, 128, 128)).astype(np.float32)
+    args = (x,) if fn is _im2col else (x.reshape(1024, 256), x.reshape(1024, 256) * 2)
+    compiled = check_calls(fn, lambda call: tuple(a + call for a in args))
+    program = compiled.entry_for(*args).paths[0].program
+    loops = [k for k in program.kernels if getattr(k, "kind", "") == "concatenate"]
+    assert all(k.node.out.type.nbytes >= PARALLEL_MIN_BYTES for k in loops)
+    if parallel:
+        assert [k.parallel for k in loops] == [True]
+    else:
+        assert sorted((k.axis, k.parallel) for k in loops) == [(0, False), (1, True)]
+
+
+def test_small_results_stay_serial():
+    x = np.ones((6, 40, 48), np.float32)   # a 0.4 MiB im2col: one thread copies it faster
+    compiled = check_calls(_im2col, lambda call: (x * call,))
+    program = compiled.entry_for(x).paths[0].program
+    assert [k.parallel for k in program.kernels if getattr(k, "kind", "") == "concatenate"] \
+        == [False]
+
+
+def test_the_parallel_loop_recovers_each_leading_index():
+    # axes 0..2 flattened into one prange: each row lands where NumPy puts it
+    module_source = loop_source(4, 3)
+    assert "for flat in numba.prange(out.shape[0] * out.shape[1] * out.shape[2]):" in \
+        module_source
+    assert "def concat_parallel" not in loop_source(3, 0)
+    a = np.arange(3 * 5 * 7 * 40, dtype=np.float64).reshape(3, 5, 7, 40)
+    parts = (a, a[..., ::-1].copy())
+    loop = _loop(fusejit.compile(lambda *p: np.concatenate(p, axis=3)), parts)
+    out = np.full((3, 5, 7, 80), np.nan)
+    assert loop.module.concat_parallel(out, parts)
+    np.testing.assert_array_equal(out, np.concatenate(parts, axis=3))
 
 
 def test_the_loop_source_walks_the_result_in_order():
