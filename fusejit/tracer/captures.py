@@ -252,8 +252,9 @@ class Roots:
             cells = func.__closure__ or ()
             for name, cell in zip(code.co_freevars, cells, strict=False):
                 roots.candidates.append((("cell", cell), name))
-            if func.__kwdefaults__:
-                roots.candidates.append(((("object", func.__kwdefaults__)), "default"))
+            for defaults in (func.__defaults__, func.__kwdefaults__):
+                if defaults:   # ``def f(x, cfg=STATE): return cfg`` returns STATE itself
+                    roots.candidates.append((("object", defaults), "default"))
         for index, (leaf, path) in enumerate(zip(arg_leaves, leaf_paths, strict=True)):
             if not isinstance(leaf, (np.ndarray, np.generic, int, float, str, bytes)):
                 roots.candidates.append((("leaf", index), path))

@@ -212,3 +212,23 @@ def test_a_traced_value_stored_into_a_default_dict_runs_eagerly_and_stays_concre
         assert type(STEPPED["w"]) is np.ndarray
     assert_same(want_w, STEPPED["w"])
     assert compiled.cache_info()["eager_calls"] == 2
+
+
+SETTINGS = {"scale": np.full(3, 2.0)}
+HISTORY = [np.ones(3)]
+
+
+def _returns_its_defaults(x, cfg=SETTINGS, *, log=HISTORY):
+    return x * cfg["scale"] + log[0], cfg, log
+
+
+def test_a_default_dict_or_list_returned_is_the_object_itself():
+    # Positional defaults came back as a copy rebuilt on every call (keyword-only ones did not).
+    compiled = fusejit.compile(_returns_its_defaults)
+    for step in range(3):
+        SETTINGS["scale"] = np.full(3, float(step))
+        want = _returns_its_defaults(np.arange(3.0))
+        got = compiled(np.arange(3.0))
+        assert_same(want[0], got[0])
+        assert got[1] is SETTINGS and got[2] is HISTORY
+    assert compiled.cache_info()["eager_calls"] == 0
