@@ -23,6 +23,7 @@ import numpy as np
 
 from ..ir import Node
 from . import _prelude_hash, fuses_lines, source_cache
+from .kernel import one_at_a_time
 
 MIN_BYTES = 1 << 16   # smaller results: NumPy's call costs less than a Numba dispatch (~8 us)
 MIN_ROW = 2           # single-element rows: NumPy collapses them into one long axis
@@ -62,14 +63,16 @@ class ConcatLoop:
         header = [f"# kernel {self.name}  target=cpu  kind=concatenate  key={self.key}",
                   *fuses_lines([(node.op, node.loc)])]
         self.source = "\n".join(header) + "\n" + file_source
+        # the parallel loop as kernels run theirs: one parallel region at a time, else serial
+        self._loop = (one_at_a_time(self.module.concat_parallel, self.module.concat)
+                      if self.parallel else self.module.concat)
 
     def __repr__(self):
         return f"ConcatLoop({self.name}, key={self.key})"
 
     def __call__(self, *inputs, out=None):
         result = np.empty(self.shape, self.dtype) if out is None else out[0]
-        loop = self.module.concat_parallel if self.parallel else self.module.concat
-        if not (_one_type(inputs) and loop(result, inputs)):
+        if not (_one_type(inputs) and self._loop(result, inputs)):
             np.concatenate(inputs, self.axis, out=result)
         return (result,)
 

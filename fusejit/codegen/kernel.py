@@ -222,10 +222,10 @@ class CompiledKernel:
         self._zero_d_out = any(not shape for _, shape, _ in self._out_specs)
         self.in_place = dict(in_place)   # output position -> input position
         serial = module.kernel_serial
-        parallel = _one_at_a_time(module.kernel_parallel, serial)
+        parallel = one_at_a_time(module.kernel_parallel, serial)
         self._variants = {
             False: (serial, self._declined(serial, module.strided_serial, _COPY[False])),
-            True: (parallel, self._declined(parallel, _one_at_a_time(
+            True: (parallel, self._declined(parallel, one_at_a_time(
                 module.strided_parallel, module.strided_serial), _COPY[True]))}
 
     def __repr__(self):
@@ -321,7 +321,7 @@ os.register_at_fork(after_in_child=_new_region_lock)
 _serial_only = False
 
 
-def _one_at_a_time(parallel, serial):
+def one_at_a_time(parallel, serial):
     """``parallel`` while no other thread runs a prange variant, else ``serial`` (the same
     arguments, the same results)."""
     def run(*args):
@@ -341,7 +341,7 @@ def _one_at_a_time(parallel, serial):
 
 
 _COPY = {False: relayout.copy_serial,
-         True: _one_at_a_time(relayout.copy_parallel, relayout.copy_serial)}
+         True: one_at_a_time(relayout.copy_parallel, relayout.copy_serial)}
 
 
 def _no_threading_layer(exc: ValueError) -> bool:

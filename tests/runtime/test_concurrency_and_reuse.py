@@ -169,19 +169,26 @@ def test_a_constant_shaped_by_a_guarded_value_keeps_both_paths():
     assert info["traces"] == 2 and info["hits"] == 4
 
 
-# Four threads calling one compiled softmax large enough for its prange variant, under
-# Numba's workqueue threading layer (its default without OpenMP or TBB), which aborts the
-# whole process when two threads enter parallel regions at once.
+# Four threads calling one compiled softmax large enough for its prange variant, and a 4 MiB
+# im2col run by the parallel copy loop (codegen/concat.py), under Numba's workqueue threading
+# layer (its default without OpenMP or TBB), which aborts the whole process when two threads
+# enter parallel regions at once.
 WORKQUEUE_SCRIPT = r"""
 import threading
 import numpy as np
 import fusejit
 from bench.models.softmax import softmax
+def im2col(x):
+    return np.stack([x[:, i:i + 60, j:j + 60] for i in range(3) for j in range(3)], axis=1)
 compiled, failures = fusejit.compile(softmax), []
+stacked = fusejit.compile(im2col)
 def work(seed):
     x = np.random.default_rng(seed).standard_normal((1024, 1024)).astype(np.float32)
     for _ in range(6):
         if not np.allclose(compiled(x), softmax(x), rtol=1e-5, atol=1e-8):
+            failures.append(seed)
+        image = x[:32 * 62].reshape(32, 62, 1024)[:, :, :62]
+        if not np.array_equal(stacked(image), im2col(image)):
             failures.append(seed)
 threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
 for thread in threads:
@@ -220,6 +227,12 @@ compiled = fusejit.compile(softmax)
 x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
 for _ in range(3):
     assert np.allclose(compiled(x), softmax(x), rtol=1e-5, atol=1e-8)
+stacked = fusejit.compile(lambda x: np.stack([x[:, 1:], x[:, :-1]], axis=1))
+image = x[:512].reshape(16, 32, 1024)   # 4 MiB: the parallel copy loop's size
+for _ in range(2):
+    assert np.array_equal(stacked(image), np.stack([image[:, 1:], image[:, :-1]], axis=1))
+loop = stacked.cache_info()   # a failed parallel launch retraced every call
+assert (loop["traces"], loop["hits"], loop["eager_calls"]) == (1, 1, 0), loop
 info = compiled.cache_info()
 print(info["traces"], info["hits"], info["eager_calls"])
 """
