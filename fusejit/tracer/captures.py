@@ -234,6 +234,8 @@ class Roots:
     """Where the traced function can reach arrays from: (source, label) candidates."""
 
     candidates: list = field(default_factory=list)
+    # id(a function's __defaults__ or __kwdefaults__) -> (the function, that attribute's name)
+    defaults: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, fn, arg_leaves: list, leaf_paths: list[str]) -> Roots:
@@ -252,13 +254,23 @@ class Roots:
             cells = func.__closure__ or ()
             for name, cell in zip(code.co_freevars, cells, strict=False):
                 roots.candidates.append((("cell", cell), name))
-            for defaults in (func.__defaults__, func.__kwdefaults__):
+            for name in ("__defaults__", "__kwdefaults__"):
+                defaults = getattr(func, name)
                 if defaults:   # ``def f(x, cfg=STATE): return cfg`` returns STATE itself
                     roots.candidates.append((("object", defaults), "default"))
+                    roots.defaults[id(defaults)] = (func, name)
         for index, (leaf, path) in enumerate(zip(arg_leaves, leaf_paths, strict=True)):
             if not isinstance(leaf, (np.ndarray, np.generic, int, float, str, bytes)):
                 roots.candidates.append((("leaf", index), path))
         return roots
+
+    def read_again(self, source, steps) -> tuple:
+        """(source, steps) of a path to read on every call: one through a function's defaults
+        starts at the function (``f.__defaults__ = (...)`` rebinds them)."""
+        owner = self.defaults.get(id(source[1])) if source[0] == "object" else None
+        if owner is None:
+            return source, steps
+        return ("object", owner[0]), (("attr", owner[1]), *steps)
 
     def add_globals(self, globals_dict: dict, code) -> None:
         """The globals the code names, then the other global arrays (``eval("W")``)."""

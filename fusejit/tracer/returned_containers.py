@@ -70,7 +70,7 @@ def mark_held(result, held: dict, roots, leaves):
     if type(result) in _HELD and held.get(id(result)) is result:
         for source, value in _root_values(roots, leaves):
             for steps in _search(value, result, MAX_DEPTH):
-                return HeldContainer(source, steps)
+                return HeldContainer(*roots.read_again(source, steps))
     return _rebuilt(result, lambda item: mark_held(item, held, roots, leaves))
 
 

@@ -232,3 +232,18 @@ def test_a_default_dict_or_list_returned_is_the_object_itself():
         assert_same(want[0], got[0])
         assert got[1] is SETTINGS and got[2] is HISTORY
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_a_returned_default_follows_defaults_rebound_after_compiling():
+    # The container was found through the defaults tuple seen while tracing: rebinding
+    # ``__defaults__`` (or ``__kwdefaults__``) left replays returning the old one.
+    def f(x, cfg=SETTINGS, *, log=HISTORY):
+        return x * cfg["scale"], cfg, log
+
+    compiled, other, other_log = fusejit.compile(f), {"scale": np.full(3, 5.0)}, [np.ones(3)]
+    SETTINGS["scale"] = np.full(3, 2.0)
+    compiled(np.arange(3.0))
+    f.__defaults__, f.__kwdefaults__ = (other,), {"log": other_log}
+    want, got = f(np.arange(3.0)), compiled(np.arange(3.0))
+    assert_same(want[0], got[0])
+    assert got[1] is other and got[2] is other_log
