@@ -60,7 +60,6 @@ class _Swaps:
 
     def __init__(self, recorder):
         self.recorder = recorder
-        self.arguments = recorder.stand_ins   # id(an argument's dict or list) -> its copy
         self.seen: set = set()       # ids of the objects and containers looked into
         self.proxies: dict = {}      # id(array) -> its proxy
         self.arrays: dict = {}       # id(proxy) -> its array
@@ -89,7 +88,7 @@ class _Swaps:
         both names are one object: an item stored through one is read through the other, so
         the body sees the copy under both. The runtime replays the trace only while that
         place still holds the argument (``runtime.relations``)."""
-        copy = self.arguments.get(id(value))
+        copy = self.recorder.stand_ins.get(id(value))
         if copy is not None:
             self.recorder.substituted.append((where[0], where[1]))
         return copy
@@ -120,7 +119,7 @@ class _Swaps:
                     if not again:
                         slots[key] = self.proxy(item, _below(where, step, key))
                         self.containers[id(slots)] = slots
-                elif id(item) in self.arguments and not again:
+                elif id(item) in self.recorder.stand_ins and not again:
                     copy = slots[key] = self.stand_in(item, _below(where, step, key))
                     self.originals[id(copy)] = (item, copy)   # ``unswap`` puts it back
                     self.containers[id(slots)] = slots
@@ -144,7 +143,7 @@ class _Swaps:
             here = _below(where, "item", key)
             if proxyable(item):
                 item = self.proxy(item, here)
-            elif id(item) in self.arguments:
+            elif id(item) in self.recorder.stand_ins:
                 item = self.stand_in(item, here)
             elif rebuildable(item):
                 item = self.tuple_copy(item, here, depth - 1)
