@@ -39,7 +39,7 @@ class KernelPlan:
     out_shape: tuple[int, ...] = ()
     region_of: dict = field(default_factory=dict)   # body Var -> "inner" | "outer"
     depth: dict = field(default_factory=dict)       # body Var -> chained reductions below it
-    zero_d: bool = False    # a reduction of a 0-d input: the space is the padded (1,)
+    zero_d: bool = False    # a 0-d space (or a 0-d reduction's input), padded to (1,): no loop
 
     @property
     def reduce(self) -> Node | None:
@@ -94,7 +94,8 @@ class KernelPlan:
 
     @property
     def has_parallel_loop(self) -> bool:
-        return self.reduce is None or self.columns or bool(self.outer_kept_dims) or self.chunked
+        return not self.zero_d and (self.reduce is None or self.columns
+                                    or bool(self.outer_kept_dims) or self.chunked)
 
     @property
     def size_names(self) -> list[str]:
@@ -137,7 +138,7 @@ def plan_kernel(body: Graph) -> KernelPlan:
     else:
         shape = np.broadcast_shapes(*(v.type.shape for n in body.nodes for v in n.outputs))
         plan = KernelPlan("elementwise", tuple(shape) or (1,), len(body.inputs),
-                          len(body.outputs))
+                          len(body.outputs), zero_d=not shape)
     _assign_regions(plan, body)
     return plan
 

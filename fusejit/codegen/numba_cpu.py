@@ -291,9 +291,10 @@ class _Emitter:
         bounds = bounds or {}
         lines, depth = [], 1
         if self.plan.zero_d:
-            # The padded dim of a 0-d reduction is one element: no loop. (A loop of one
-            # iteration that loads from and stores to index 0 made LLVM's vectorizer walk a
-            # nested tanh's expression tree exponentially: minutes for tanh(tanh(x)).)
+            # The padded dim of a 0-d space is one element: no loop. (A loop of one iteration
+            # that loads from and stores to index 0 made LLVM's vectorizer walk a nested
+            # transcendental's expression tree exponentially: minutes for tanh(tanh(x)) in a
+            # 0-d reduction, and for cos(tanh(x)) in a 0-d elementwise kernel.)
             lines = [INDENT + line for line in before_inner]
             lines += [f"{INDENT}i{dim} = 0" for dim in dims]
             return lines + list(inner_lines)

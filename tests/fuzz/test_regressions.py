@@ -157,6 +157,19 @@ def test_nested_tanh_of_a_zero_d_integer_beside_its_mean_compiles():
         check(program, _calls(np.array(3, dtype)), inexact=True)
 
 
+def test_cosine_of_a_tanh_of_a_zero_d_integer_compiles():
+    # Found by a fuzz run on 54a26df (it hung at 100% CPU, as in the test above, and once
+    # killed CI through the fuzz test's 300 s limit): the same one-iteration loop over a padded
+    # (1,) space, in an elementwise kernel this time. LLVM's optimizer spent minutes on
+    # cos(tanh(x)) loaded from in0[0] and stored to out0[0]. A 0-d elementwise kernel now has
+    # no loop either (codegen/kernel.py plan_kernel, KernelPlan.zero_d).
+    def program(a0):
+        return np.maximum(np.cos(np.tanh(a0)), 2)
+
+    for dtype in (np.int32, np.int64, np.float32):
+        check(program, _calls(np.array(-236027138, dtype)), inexact=True)
+
+
 def test_same_dtype_astype_is_a_copy_that_an_in_place_update_does_not_reach():
     # Found by the second long fuzz run on the final code of this session (after 4,442
     # programs; older than the session). tracer/functions.py recorded a0.astype(np.int32) on
