@@ -17,7 +17,7 @@ from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
 from ..tracer import flatten, pystate, trace
 from ..tracer.captures import method_owner
-from ..tracer.returned_containers import fill
+from ..tracer.returned_containers import all_held, fill
 from .binding import StaticSplit
 from .deferred_writes import written_inputs
 from .device import copy_into, host_copies, to_device
@@ -66,6 +66,7 @@ def _new_locks() -> None:
 
 os.register_at_fork(after_in_child=_new_locks)
 _REBOUND = "a captured array was rebound to a value that is not an array"
+_HELD_GONE = "a dict or list the body returns is no longer where the trace found it"
 _STATE_MOVED = ("Python state the body changed on an earlier call is not what the compiled "
                 "trace left (another call changed it)")
 
@@ -231,6 +232,8 @@ class CompiledFunction:
                 key, tree, paths = self._related(key, tree, paths, containers, leaves)
         if tree is not None:
             tried = len(paths)
+            if tried and tree.held and not all_held(tree.held, args, kwargs):
+                return self._run_eager(fn, args, kwargs, _HELD_GONE)
             result = tree.run(leaves, paths) if tried else MISS
             if result is not MISS and result is not RETRACE:
                 return self._answer(tree, result, fn, args, kwargs)
@@ -449,6 +452,7 @@ class CompiledFunction:
             orders=tuple(sorted((orders or {}).items())), target_orders=targets,
             source=graph if orders else None)]
         tree.fills = tree.fills or recorded.returns_containers
+        tree.held = (*tree.held, *recorded.held)
 
     def _traces_again(self, tree, recorded, on_copies) -> bool:
         """The trace changed Python state (tracer/pystate.py). Every path of every signature

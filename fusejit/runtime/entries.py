@@ -173,6 +173,7 @@ class TraceTree:
     last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
+    held: tuple = ()   # the paths' HeldContainer markers, each checked before a replay
     # (relations.Place..., relation): the containers whose relation to the arguments' own the
     # paths rest on, and the relation they were traced under (calls with another key apart);
     # set before the path that brought a new place joins ``paths`` (a new list each time)

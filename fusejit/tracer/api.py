@@ -89,6 +89,7 @@ class Trace:
     guards: tuple[Guard, ...] = ()          # checked on replay; a mismatch: path not taken
     attr_writes: tuple[AttrWrite, ...] = ()  # attribute rebindings replayed after each call
     returns_containers: bool = False        # the caller's containers fill markers in results
+    held: tuple = ()   # returned_containers.HeldContainer: those read again from their paths
     watches: tuple = ()   # pystate.Watch: plain Python state the body changed (Fallback.retry)
     leaf_names: tuple = ()  # each argument leaf's name (pystate.Watch.root)
     layouts: tuple | None = None   # (leaf, layout) a view-or-copy decision rests on (layouts.py)
@@ -219,6 +220,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     recorded.none_reads = none_reads.find(fn, before)
     recorded.substituted = tuple(recorder.substituted)
     if returned_containers.has_markers(recorded.result):
+        recorded.held = returned_containers.held_markers(recorded.result)
         recorded.result = returned_containers.fill(recorded.result, args, kwargs)
         recorded.returns_containers = True
     return recorded

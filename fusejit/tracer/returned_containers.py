@@ -124,6 +124,31 @@ def fill(result, args, kwargs):
     return _rebuilt(result, lambda item: fill(item, args, kwargs))
 
 
+def held_markers(result) -> tuple:
+    """The :class:`HeldContainer` markers in ``result``."""
+    if isinstance(result, HeldContainer):
+        return (result,)
+    kind = type(result)
+    if kind is dict:
+        result = result.values()
+    elif kind not in _CONTAINERS and not _is_namedtuple(result):
+        return ()
+    return tuple(marker for item in result for marker in held_markers(item))
+
+
+def all_held(markers, args, kwargs) -> bool:
+    """Whether each marker's path still reaches something. One that does not (``del G``,
+    ``f.__defaults__ = None``) makes the call run eagerly, before the replay: the body then
+    raises Python's own error, where filling the replay's result would raise another (or
+    fail after the replay's side effects)."""
+    for marker in markers:
+        try:
+            marker.resolve(args, kwargs)
+        except Exception:  # noqa: BLE001 -- any path that no longer resolves: eager decides
+            return False
+    return True
+
+
 def has_markers(result) -> bool:
     if isinstance(result, (ArgumentContainer, HeldContainer)):
         return True

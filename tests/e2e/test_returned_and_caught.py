@@ -247,3 +247,41 @@ def test_a_container_the_body_makes_is_not_one_it_held_before():
     compiled = fusejit.compile(model.rebinds)
     made = [compiled(np.ones(2))[1] for _ in range(3)]
     assert made[0] is not made[1] and made[1] is not made[2] and made[2] == {"x": 1}
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 -- compared against the other side
+        return type(exc), str(exc)
+
+
+def test_a_returned_global_that_is_gone_raises_pythons_error_and_comes_back_with_it():
+    # The replay ran, then filling its result looked the global up: KeyError where eager
+    # Python raises NameError. The paths of returned containers are now checked first.
+    namespace = {"np": np}
+    exec("G = {'k': 1}\ndef f(x):\n    return x * 2, G\n", namespace)  # noqa: S102
+    f = namespace["f"]
+    compiled, x = fusejit.compile(f), np.arange(3.0)
+    assert compiled(x)[1] is namespace["G"] and compiled(x)[1] is namespace["G"]
+    held = namespace.pop("G")
+    assert _outcome(compiled, x) == _outcome(f, x) == (NameError, "name 'G' is not defined")
+    namespace["G"] = again = {"k": 2}
+    y, returned = compiled(x)
+    assert returned is again and returned is not held
+    assert_same(x * 2, y)
+    assert compiled.cache_info()["hits"] == 2 and compiled.cache_info()["traces"] == 1
+
+
+def test_a_returned_default_dict_whose_defaults_are_gone_raises_pythons_error():
+    # f.__defaults__ = None: "'NoneType' object is not subscriptable" from filling the
+    # replay's result, where eager Python says the argument is missing
+    def f(x, cfg={"w": 2}):  # noqa: B006 -- the default is the point
+        return x * 3, cfg
+
+    compiled, x = fusejit.compile(f), np.arange(3.0)
+    assert compiled(x)[1] is f.__defaults__[0] and compiled(x)[1] is f.__defaults__[0]
+    f.__defaults__ = None
+    raised = _outcome(compiled, x)
+    assert raised == _outcome(f, x) and raised[0] is TypeError
+    assert raised[1].endswith("f() missing 1 required positional argument: 'cfg'")
