@@ -30,12 +30,13 @@ ARENA_OPS = ("fused", "matmul", "concatenate")
 OUT_MIN_BYTES = 64 * 1024
 
 
-def arena_offsets(graph: Graph, writes=frozenset()) -> tuple[dict[Var, int], int, dict[Var, Var]]:
+def arena_offsets(graph: Graph, writes=frozenset(),
+                  apart=frozenset()) -> tuple[dict[Var, int], int, dict[Var, Var]]:
     """Offsets for the kernel, matmul and concatenate outputs that may live in the arena, the
     arena size, and the kernel outputs written in place (output -> donor input). ``writes``:
     the setitems that write into their target (``passes.in_place_writes``), whose results
-    keep the target's buffer alive."""
-    eligible = _eligible(graph, writes)
+    keep the target's buffer alive. ``apart``: outputs stored elsewhere (``stacks``)."""
+    eligible = _eligible(graph, writes) - set(apart)
     donors = in_place_outputs(graph, writes)
     _follow_donors(eligible, donors)
     spans = {var: span for var, span in lifetimes(graph, writes).items() if var in eligible}

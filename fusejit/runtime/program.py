@@ -16,6 +16,7 @@ from ..located import at_line, cast_from_line, drops_imaginary
 from ..passes.in_place_updates import caller_donors, last_failure
 from ..passes.in_place_writes import in_place_writes
 from ..passes.plan_memory import view_parents
+from . import stacks
 from .arena import ARENA_OPS, Arena, arena_offsets
 from .progress import Progress
 from .undo import writer
@@ -370,16 +371,27 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
     writes = in_place_writes(graph, written) if target == "cpu" else frozenset()
     arena_plan = arena_offsets(graph, writes) if target == "cpu" else ({}, 0, {})
     donated = _donated(graph, guards, written, writes, deferred) if target == "cpu" else {}
+    in_rows = stacks.find(graph, writes, {**arena_plan[2], **donated}) if target == "cpu" else []
+    if in_rows:   # their parts are written into the results, not into the arena
+        arena_plan = arena_offsets(graph, writes, {p for s in in_rows for p in s.rows})
     donors = {**arena_plan[2], **donated}
     callers = _callers_arrays(graph, writes)
+    starts, stacked = _first_parts(graph, in_rows), {stack.node: stack for stack in in_rows}
     for node in graph.nodes:
+        for stack in starts.get(node, ()):
+            result = stack.node.outputs[0]
+            raw_steps.append((stacks.Allocate(result.type.shape, result.type.dtype), (),
+                              (slot(result),), stack.node))
         if node in writes:
             fn = writer(node.op, node.attr["key"], journaled=node in callers)
+        elif node in stacked:
+            fn = stacks.Stacked(stacked[node].copies)
         else:
             fn = _step_function(node, target, kernels, _in_place_pairs(node, donors))
         operand = node.op == "fused" and target == "cpu"
-        raw_steps.append((fn, tuple(slot(v, operand) for v in node.inputs),
-                          tuple(slot(v) for v in node.outputs), node))
+        inputs = tuple(slot(v, operand) for v in node.inputs)
+        fn, inputs = _into_rows(node, fn, inputs, in_rows, slot)
+        raw_steps.append((fn, inputs, tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
     steps = _attach_frees(raw_steps, set(outputs), len(graph.inputs), set(constants))
     steps, arena = _plan_arena(steps, *arena_plan[:2]) if target == "cpu" else (steps, None)
@@ -387,6 +399,29 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
     return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels,
                    checks, arena=arena, deferred=deferred or {}, writes=writes,
                    caller_writes=frozenset(callers), donated=donated)
+
+
+def _first_parts(graph: Graph, in_rows) -> dict[Node, list]:
+    """The node computing each stack's first part -> those stacks: their results are
+    allocated right before it."""
+    order = {node: index for index, node in enumerate(graph.nodes)}
+    producers, starts = graph.producers(), {}
+    for stack in in_rows:
+        first = min((producers[part] for part in stack.rows), key=order.__getitem__)
+        starts.setdefault(first, []).append(stack)
+    return starts
+
+
+def _into_rows(node: Node, fn, inputs: tuple, in_rows, slot):
+    """A kernel computing parts of stacks writes them into the results (taken as inputs
+    after its own); a stack's concatenation just passes its result on."""
+    if type(fn) is stacks.Stacked:
+        return fn, (*inputs, slot(node.outputs[0]))
+    used, rows = stacks.into_rows(node, in_rows)
+    if not used:
+        return fn, inputs
+    results = tuple(slot(stack.node.outputs[0]) for stack in used)
+    return stacks.IntoRows(fn, len(node.outputs), rows, len(used)), (*inputs, *results)
 
 
 def _donated(graph: Graph, guards, written, writes, deferred) -> dict[Var, Var]:
