@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from fusejit.codegen import recycle
+from fusejit.runtime import arena
 
 from .workloads import REPEATS, compare, eager_output, fresh, nbytes, workloads
 
@@ -86,8 +87,11 @@ def peak_memory(call) -> int:
     """Peak bytes NumPy allocates during one call (NumPy reports its buffers to tracemalloc;
     buffers that compiled Numba code allocates through its own runtime are not seen). Dropped
     outputs' buffers kept for reuse are given back first: the figure is a call's own
-    allocations, not what an earlier call left behind."""
+    allocations, not what an earlier call left behind. So are the arenas of intermediates
+    that compiled programs keep between calls: the call allocates its arena again, and it
+    counts."""
     recycle.release()
+    arena.BUDGET.release()
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()

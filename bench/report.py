@@ -109,7 +109,8 @@ def render(results) -> str:
     if failures:
         parts.append("\n".join(failures))
     parts.append("GB/s, %copy: bytes of inputs + outputs / median time (fusejit's when it ran,\n"
-                 "else eager's), against np.copyto. Peak memory counts NumPy allocations only.")
+                 "else eager's), against np.copyto. Peak memory counts NumPy allocations only\n"
+                 "(tracemalloc), fusejit's with the arena its program keeps between calls.")
     return "\n\n".join(parts)
 
 

@@ -127,6 +127,16 @@ class ArenaBudget:
                     break
                 self._evict(other)
 
+    def release(self) -> int:
+        """Drops every kept arena (each is allocated again at its next call); returns their
+        bytes. The bench does this before measuring a call's peak memory, so that the arena a
+        program keeps between calls counts as the call's own."""
+        with self.lock:
+            total = self.total
+            for key in list(self.kept):
+                self._evict(key)
+            return total
+
     def forget(self, arena_id: int) -> None:
         """A collected arena's entries (its memory went with it)."""
         with self.lock:
