@@ -10,7 +10,8 @@ kernel writes its part straight into its rows (``IntoRows``): the parts take no 
 their own and the copy is gone (``Stacked``).
 
 A part qualifies only where nothing else can reach its memory: not returned or viewed by what
-is returned, not written in place afterwards, and not taken over by a later kernel's output.
+is returned, not written in place afterwards, and not taken over by a later kernel's output;
+and a result written in place after the concatenation keeps its parts apart.
 """
 from __future__ import annotations
 
@@ -33,11 +34,13 @@ class Stack:
 def find(graph: Graph, writes, donors: dict[Var, Var]) -> list[Stack]:
     """The returned concatenations with parts that can be written into the result."""
     producers, returned = graph.producers(), {v for v in graph.outputs if isinstance(v, Var)}
-    blocked = caller_reachable(graph, writes) | _written(graph, writes)
-    blocked |= set(donors) | set(donors.values())
+    written = _written(graph, writes)
+    blocked = caller_reachable(graph, writes) | written | set(donors) | set(donors.values())
     stacks = []
     for node in graph.nodes:
-        if node.op != "concatenate" or node.outputs[0] not in returned:
+        # a result written in place (``s[0] = 0``) would write over its parts, still readable
+        if node.op != "concatenate" or node.outputs[0] not in returned \
+                or node.outputs[0] in written:
             continue
         layout = _layout(node, producers, blocked)
         if layout is not None:

@@ -93,6 +93,20 @@ def test_a_part_written_in_place_after_it_was_stacked():
     _check(fn, _inputs)
 
 
+def test_a_result_written_in_place_keeps_its_parts_apart():
+    # Were hs[0] written into the result, stacked[0] = 0 would write over it before its sum
+    # reads it. The graph returns the write's result, not the concatenation's, so nothing is
+    # stacked (stacks.find also refuses a concatenation whose result is written).
+    def fn(xs, h, w):
+        hs = [np.tanh(x + h * w) for x in xs]
+        stacked = np.stack(hs)
+        stacked[0] = 0.0
+        return stacked, hs[0].sum(axis=1)   # a reduction: it cannot take hs[0] over
+
+    compiled = _check(fn, _inputs)
+    assert not _parts_in_rows(compiled, *_inputs(0))
+
+
 def test_two_stacks_from_the_same_kernels():
     def fn(xs, h, w):
         hs, cs = [], []
