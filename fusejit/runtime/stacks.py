@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, Node, Var
-from ..passes.plan_memory import caller_reachable
-from ..passes.rewrite import view_parents
+from ..passes.plan_memory import caller_reachable, view_roots
 
 
 @dataclass(frozen=True)
@@ -80,13 +79,8 @@ def _part(operand: Var, producers) -> Var | None:
 
 def _written(graph: Graph, writes) -> set[Var]:
     """The buffers (views followed to their roots) that an in-place write goes into."""
-    parents, roots = view_parents(graph, writes), set()
-    for node in writes:
-        var = node.inputs[0]
-        while var in parents:
-            var = parents[var]
-        roots.add(var)
-    return roots
+    roots = view_roots(graph, writes)
+    return {roots.get(node.inputs[0], node.inputs[0]) for node in writes}
 
 
 class Allocate:

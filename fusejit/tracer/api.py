@@ -219,8 +219,9 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
                                                               leaves)
     recorded.none_reads = none_reads.find(fn, before)
     recorded.substituted = tuple(recorder.substituted)
-    if returned_containers.has_markers(recorded.result):
-        recorded.held = returned_containers.held_markers(recorded.result)
+    found = returned_containers.markers(recorded.result)
+    if found:
+        recorded.held = tuple(m for m in found if type(m) is returned_containers.HeldContainer)
         recorded.result = returned_containers.fill(recorded.result, args, kwargs)
         recorded.returns_containers = True
     return recorded

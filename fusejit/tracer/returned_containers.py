@@ -124,16 +124,16 @@ def fill(result, args, kwargs):
     return _rebuilt(result, lambda item: fill(item, args, kwargs))
 
 
-def held_markers(result) -> tuple:
-    """The :class:`HeldContainer` markers in ``result``."""
-    if isinstance(result, HeldContainer):
+def markers(result) -> tuple:
+    """The :class:`ArgumentContainer` and :class:`HeldContainer` markers in ``result``."""
+    if isinstance(result, (ArgumentContainer, HeldContainer)):
         return (result,)
     kind = type(result)
     if kind is dict:
         result = result.values()
     elif kind not in _CONTAINERS and not _is_namedtuple(result):
         return ()
-    return tuple(marker for item in result for marker in held_markers(item))
+    return tuple(marker for item in result for marker in markers(item))
 
 
 def all_held(markers, args, kwargs) -> bool:
@@ -147,17 +147,6 @@ def all_held(markers, args, kwargs) -> bool:
         except Exception:  # noqa: BLE001 -- any path that no longer resolves: eager decides
             return False
     return True
-
-
-def has_markers(result) -> bool:
-    if isinstance(result, (ArgumentContainer, HeldContainer)):
-        return True
-    kind = type(result)
-    if kind is dict:
-        return any(has_markers(v) for v in result.values())
-    if kind in _CONTAINERS or _is_namedtuple(result):
-        return any(has_markers(v) for v in result)
-    return False
 
 
 def _rebuilt(tree, convert):
