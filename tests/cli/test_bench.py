@@ -145,3 +145,74 @@ def test_the_layouts_probe_makes_only_the_leading_arguments_f_ordered(monkeypatc
     row = layouts.measure(workload, repeats=1, fortran=1)
     assert row["order"] == "FCC" and layouts.format_row(row).split()[:2] == ["elementwise",
                                                                             "FCC"]
+
+
+class FakeClock:
+    """``time.perf_counter`` for the harness: each call of ``calls`` advances it by the next of
+    its durations (the last repeating), so no test times anything."""
+
+    def __init__(self, monkeypatch, **durations):
+        from bench import harness
+        self.now, self.durations, self.made = 0.0, durations, {name: 0 for name in durations}
+        monkeypatch.setattr(harness.time, "perf_counter", lambda: self.now)
+
+    def call(self, name):
+        def run():
+            sequence = self.durations[name]
+            self.now += sequence[min(self.made[name], len(sequence) - 1)]
+            self.made[name] += 1
+        return run
+
+
+def test_a_slow_early_call_does_not_size_the_batches(monkeypatch):
+    from bench import harness
+    clock = FakeClock(monkeypatch, eager=[0.0015], compiled=[0.002, 0.0067, 0.0012])
+    eager, compiled = harness.time_interleaved([clock.call("eager"), clock.call("compiled")],
+                                               warmup=2, repeats=3)
+    batches = clock.made["compiled"] - 1 - harness.CALIBRATION_CALLS   # warmup, calibration
+    assert batches == len(compiled) * 17   # ceil(20 ms / 1.2 ms), not ceil(20 / 6.7) = 3
+    assert compiled == pytest.approx([0.0012] * len(compiled))
+    assert eager == pytest.approx([0.0015] * len(eager))
+
+
+def test_a_call_longer_than_a_batch_is_timed_once_to_size_it(monkeypatch):
+    from bench import harness
+    clock = FakeClock(monkeypatch, eager=[0.25])
+    (samples,) = harness.time_interleaved([clock.call("eager")], warmup=1, repeats=2)
+    assert clock.made["eager"] == 1 + len(samples) and samples == [0.25, 0.25]
+
+
+class Recording:
+    """A stand-in for the compiled function: eager NumPy that notes the arrays it was given."""
+
+    def __init__(self, fn, seen):
+        self.fn, self.seen = fn, seen
+
+    def __call__(self, *args, **kwargs):
+        self.seen.append(("compiled", args))
+        return self.fn(*args, **kwargs)
+
+    def cache_info(self):
+        return {}
+
+
+def test_mutating_workloads_time_both_sides_on_the_same_arrays(monkeypatch):
+    from bench import harness
+    from bench.workloads import workloads
+    seen = []
+    (workload,) = workloads("quick", np.float32, ["adam"])
+    eager_fn = workload.fn
+    workload.fn = lambda *args: (seen.append(("eager", args)), eager_fn(*args))[1]
+    monkeypatch.setattr(harness, "compile_fn", lambda workload: Recording(eager_fn, seen))
+    monkeypatch.setattr(harness, "time_interleaved", lambda calls, warmup, repeats: [
+        [(call(), 0.002)[1]] for call in calls])
+    monkeypatch.setattr(harness, "peak_memory", lambda call: 0)
+    seen.clear()   # from here: only the timed calls
+    harness.run_workload(workload, peers=False, scripts=False)
+    timed = seen[-2:]   # time_interleaved ran eager, then compiled
+    assert [who for who, _ in timed] == ["eager", "compiled"]
+    (_, eager_args), (_, compiled_args) = timed
+    assert all(a is b for a, b in zip(leaves(eager_args), leaves(compiled_args), strict=True))
+    first_call_args = seen[0][1]   # eager's reference output, on a copy of its own
+    assert not any(a is b for a, b in zip(leaves(first_call_args), leaves(eager_args),
+                                          strict=True) if isinstance(a, np.ndarray))
