@@ -40,6 +40,7 @@ def check(name: str, size: str, repeats: int) -> str:
     module, fn, target = WORKLOADS[name]
     args, kwargs = module.make_inputs(dtype=np.float32, size=size)
     compiled = fusejit.compile(fn)
+    compiled(*args, **kwargs)   # the trace, whose result NumPy computes: check a replay
     got, want = compiled(*args, **kwargs), fn(*args, **kwargs)
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)
     info = compiled.explain(*args, **kwargs)

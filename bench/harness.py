@@ -167,19 +167,22 @@ def count_kernels(compiled, args, kwargs):
 def prepare_compiled(workload, args, kwargs, eager_out, timed=None):
     """Compile, check against eager, count kernels: a row with the timed ``call``, on the
     ``timed`` ``(args, kwargs)`` (default: ``args`` and ``kwargs``, or fresh copies of them
-    for a workload that updates its arguments)."""
+    for a workload that updates its arguments). ``compile_s`` is the first call (the trace,
+    which computes its result as NumPy does) and the first replay (Numba compiles or loads the
+    kernels): both results are checked, the replay's being the compiled program's."""
+    copies = [fresh(args, kwargs) for _ in range(2)]
     try:
         compiled = compile_fn(workload)
-        call_args, call_kwargs = fresh(args, kwargs)
         start = time.perf_counter()
-        out = compiled(*call_args, **call_kwargs)
-        first_call_s = time.perf_counter() - start
+        outs = [compiled(*call_args, **call_kwargs) for call_args, call_kwargs in copies]
+        compile_s = time.perf_counter() - start
     except Exception as exc:  # report, don't crash the whole bench
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
     try:
-        compare(eager_out, out, workload.dtype)
-        if workload.mutates_args:  # the in-place updates must match too
-            compare(eager_args_after(workload, args, kwargs), call_args, workload.dtype)
+        for (call_args, _), out in zip(copies, outs, strict=True):
+            compare(eager_out, out, workload.dtype)
+            if workload.mutates_args:  # the in-place updates must match too
+                compare(eager_args_after(workload, args, kwargs), call_args, workload.dtype)
     except AssertionError as exc:
         return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
     if timed is None:
@@ -187,7 +190,7 @@ def prepare_compiled(workload, args, kwargs, eager_out, timed=None):
     call_args, call_kwargs = timed
     return {
         "status": "ok",
-        "compile_s": first_call_s,
+        "compile_s": compile_s,
         "call": lambda: compiled(*call_args, **call_kwargs),
         "kernels": count_kernels(compiled, call_args, call_kwargs),
         "cache_info": dict(compiled.cache_info()),

@@ -110,7 +110,9 @@ def render(results) -> str:
         parts.append("\n".join(failures))
     parts.append("GB/s, %copy: bytes of inputs + outputs / median time (fusejit's when it ran,\n"
                  "else eager's), against np.copyto. Peak memory counts NumPy allocations only\n"
-                 "(tracemalloc), fusejit's with the arena its program keeps between calls.")
+                 "(tracemalloc), fusejit's with the arena its program keeps between calls.\n"
+                 "compile s: the first call (trace, optimize) and the first replay (Numba\n"
+                 "compiles the kernels, or loads them from its disk cache).")
     return "\n\n".join(parts)
 
 

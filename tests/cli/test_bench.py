@@ -216,3 +216,22 @@ def test_mutating_workloads_time_both_sides_on_the_same_arrays(monkeypatch):
     first_call_args = seen[0][1]   # eager's reference output, on a copy of its own
     assert not any(a is b for a, b in zip(leaves(first_call_args), leaves(eager_args),
                                           strict=True) if isinstance(a, np.ndarray))
+
+
+class WrongOnReplay(Recording):
+    """Right on the first call (a trace computes its result as NumPy does), wrong after."""
+
+    def __call__(self, *args, **kwargs):
+        out = super().__call__(*args, **kwargs)
+        return out if len(self.seen) == 1 else out + 1
+
+
+def test_the_first_replay_is_checked_against_eager_not_only_the_trace(monkeypatch):
+    from bench import harness
+    from bench.workloads import eager_output, workloads
+    (workload,) = workloads("quick", np.float32, ["softmax"])
+    monkeypatch.setattr(harness, "compile_fn",
+                        lambda workload: WrongOnReplay(workload.fn, []))
+    args, kwargs = workload.inputs()
+    row = harness.prepare_compiled(workload, args, kwargs, eager_output(workload, args, kwargs))
+    assert row["status"] == "MISMATCH"
