@@ -226,10 +226,15 @@ def eager_peak_bytes(graph: Graph, writes=frozenset()) -> int:
     return peak_bytes(lifetimes(unfused(graph), writes))
 
 
-def peak_without(graph: Graph, writes, donated) -> int:
+def peak_without(graph: Graph, writes, donated, stacked=None) -> int:
     """``peak_bytes`` when the kernel outputs in ``donated`` are stored into the caller's
-    arrays (``in_place_updates``), as ``lower`` decides after this pass."""
+    arrays (``in_place_updates``), and the parts in ``stacked`` (a returned concatenation ->
+    its parts) into the rows of the result, allocated when the first of them is computed
+    (``runtime/stacks.py``), as ``lower`` decides after this pass."""
     spans = {v: span for v, span in lifetimes(graph, writes).items() if v not in donated}
+    for result, parts in (stacked or {}).items():
+        first = min(spans.pop(part)[0] for part in parts)
+        spans[result] = (first, spans[result][1])
     return peak_bytes(donated_spans(spans, in_place_outputs(graph, writes)))
 
 

@@ -222,8 +222,11 @@ def _explain_path(compiled, entry, cache) -> Explanation:
     donated, writes = getattr(program, "donated", None), getattr(program, "writes", None)
     if donated:
         result.memory["into_arguments"] = len(donated)
-    if donated or writes:   # what lowering stores into the caller's arrays allocates nothing
-        result.memory["peak_bytes"] = peak_without(program.graph, writes, donated or {})
+    stacked = {stack.node.outputs[0]: tuple(stack.rows)
+               for stack in getattr(program, "stacks", ())}
+    if donated or writes or stacked:   # stored into the caller's arrays or a result's rows
+        result.memory["peak_bytes"] = peak_without(program.graph, writes, donated or {},
+                                                   stacked)
         result.memory["eager_peak_bytes"] = eager_peak_bytes(program.graph, writes)
     result.constants = [f"{c.type} {c.description}" for c in entry.trace.captures
                         if c.source and c.source[0] == "const"]

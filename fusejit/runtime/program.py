@@ -105,6 +105,7 @@ class Program:
     writes: frozenset = frozenset()    # setitem nodes that write into their target's buffer
     caller_writes: frozenset = frozenset()  # those whose target is the caller's: run under undo
     donated: dict = field(default_factory=dict)  # kernel output -> caller's array stored over
+    stacks: tuple = ()                 # returned concatenations whose parts go into rows
 
     @staticmethod
     def write_back(target, value) -> None:
@@ -398,7 +399,7 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
     checks = _place_checks(guards, outputs, raw_steps)
     return Program(graph, steps, constants, len(graph.inputs), count[0], outputs, kernels,
                    checks, arena=arena, deferred=deferred or {}, writes=writes,
-                   caller_writes=frozenset(callers), donated=donated)
+                   caller_writes=frozenset(callers), donated=donated, stacks=tuple(in_rows))
 
 
 def _first_parts(graph: Graph, in_rows) -> dict[Node, list]:

@@ -129,3 +129,12 @@ def test_concatenations_along_other_axes_are_copied_and_arguments_copied_into_ro
 
     compiled = _check(fn, _inputs)
     assert _parts_in_rows(compiled, *_inputs(0)) == 1   # parts[0]; h is copied twice
+
+
+def test_explain_counts_the_stacked_result_and_not_the_parts_written_into_it():
+    compiled = _check(_rnn, _inputs)
+    memory = compiled.explain(*_inputs(0)).memory
+    # the result (5 steps of 3x8 float32) from the first step on; each step's kernel writes
+    # its row and allocates nothing; eager NumPy also holds every h until np.stack copies them
+    assert memory["peak_bytes"] == 5 * 3 * 8 * 4
+    assert memory["eager_peak_bytes"] == 2 * 5 * 3 * 8 * 4
