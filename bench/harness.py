@@ -164,10 +164,9 @@ def count_kernels(compiled, args, kwargs):
         return info.get("kernels_compiled", 0) + info.get("kernels_reused", 0)
 
 
-def prepare_compiled(workload, args, kwargs, eager_out, timed=None):
+def prepare_compiled(workload, args, kwargs, eager_out, timed):
     """Compile, check against eager, count kernels: a row with the timed ``call``, on the
-    ``timed`` ``(args, kwargs)`` (default: ``args`` and ``kwargs``, or fresh copies of them
-    for a workload that updates its arguments). ``compile_s`` is the first call (the trace,
+    ``timed`` ``(args, kwargs)``. ``compile_s`` is the first call (the trace,
     which computes its result as NumPy does) and the first replay (Numba compiles or loads the
     kernels): both results are checked, the replay's being the compiled program's."""
     copies = [fresh(args, kwargs) for _ in range(2)]
@@ -178,15 +177,14 @@ def prepare_compiled(workload, args, kwargs, eager_out, timed=None):
         compile_s = time.perf_counter() - start
     except Exception as exc:  # report, don't crash the whole bench
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    updated = eager_args_after(workload, args, kwargs) if workload.mutates_args else None
     try:
         for (call_args, _), out in zip(copies, outs, strict=True):
             compare(eager_out, out, workload.dtype)
-            if workload.mutates_args:  # the in-place updates must match too
-                compare(eager_args_after(workload, args, kwargs), call_args, workload.dtype)
+            if updated is not None:  # the in-place updates must match too
+                compare(updated, call_args, workload.dtype)
     except AssertionError as exc:
         return {"status": "MISMATCH", "error": str(exc).strip().splitlines()[0]}
-    if timed is None:
-        timed = fresh(args, kwargs) if workload.mutates_args else (args, kwargs)
     call_args, call_kwargs = timed
     return {
         "status": "ok",

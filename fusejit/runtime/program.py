@@ -391,7 +391,10 @@ def lower(graph: Graph, target: str = "cpu", guards=(), written=None, deferred=N
             fn = _step_function(node, target, kernels, _in_place_pairs(node, donors))
         operand = node.op == "fused" and target == "cpu"
         inputs = tuple(slot(v, operand) for v in node.inputs)
-        fn, inputs = _into_rows(node, fn, inputs, in_rows, slot)
+        if node in stacked:   # the kernels wrote the parts into the result: it passes it on
+            inputs = (*inputs, slot(node.outputs[0]))
+        else:
+            fn, inputs = _into_rows(node, fn, inputs, in_rows, slot)
         raw_steps.append((fn, inputs, tuple(slot(v) for v in node.outputs), node))
     outputs = tuple(slot(v) for v in graph.outputs)
     steps = _attach_frees(raw_steps, set(outputs), len(graph.inputs), set(constants))
@@ -415,9 +418,7 @@ def _first_parts(graph: Graph, in_rows) -> dict[Node, list]:
 
 def _into_rows(node: Node, fn, inputs: tuple, in_rows, slot):
     """A kernel computing parts of stacks writes them into the results (taken as inputs
-    after its own); a stack's concatenation just passes its result on."""
-    if type(fn) is stacks.Stacked:
-        return fn, (*inputs, slot(node.outputs[0]))
+    after its own)."""
     used, rows = stacks.into_rows(node, in_rows)
     if not used:
         return fn, inputs

@@ -233,5 +233,6 @@ def test_the_first_replay_is_checked_against_eager_not_only_the_trace(monkeypatc
     monkeypatch.setattr(harness, "compile_fn",
                         lambda workload: WrongOnReplay(workload.fn, []))
     args, kwargs = workload.inputs()
-    row = harness.prepare_compiled(workload, args, kwargs, eager_output(workload, args, kwargs))
+    row = harness.prepare_compiled(workload, args, kwargs, eager_output(workload, args, kwargs),
+                                   (args, kwargs))
     assert row["status"] == "MISMATCH"
