@@ -408,6 +408,10 @@ class CompiledFunction:
         if tree.replay_errors:  # not only branches: replays raised, and each traced again
             return (f"more than max_traces={self.max_traces} paths for this signature; "
                     f"{tree.replay_errors} replays raised (last: {tree.last_replay_error})")
+        if tree.last_check:   # ``x * SCALE`` after SCALE took a new value per call
+            return (f"more than max_traces={self.max_traces} paths for this signature "
+                    f"(last check failed: {tree.last_check}); pass a value that changes "
+                    "from call to call as an argument (a Python float argument is traced)")
         return (f"more than max_traces={self.max_traces} paths (data-dependent branches) "
                 "for this signature")
 

@@ -69,9 +69,12 @@ class CompiledEntry:
         trace = self.trace
         if trace.layouts is not None and not layouts.hold(trace.layouts, leaves):
             raise GuardFailed(LAID_OUT_OTHERWISE)
-        for read in trace.none_reads:   # ``if self.bias is not None`` took the None branch
+        for read in trace.plain_reads:   # ``x * SCALE``: a global or closure number, as read
+            if not read.holds():
+                raise GuardFailed(read.failure())
+        for read in trace.attribute_reads:   # ``if self.bias is not None``, ``self.scale``
             if not read.holds(leaves, self.owner):
-                raise GuardFailed(f"{read.label} no longer holds None")
+                raise GuardFailed(read.failure(leaves, self.owner))
         inputs = [leaf if type(leaf) is np.ndarray else _as_array(leaf)
                   for leaf in map(leaves.__getitem__, trace.arg_leaves)]
         for position, order in self._orders[0]:
@@ -171,6 +174,7 @@ class TraceTree:
     guard_failures: int = 0
     replay_errors: int = 0
     last_replay_error: str = ""   # "ValueError: ..." of the latest replay that raised
+    last_check: str = ""   # the latest failed check other than a data guard (a global moved)
     pins: list = field(default_factory=list)  # what the key holds by id (key.pin)
     fills: bool = False   # a path returns the caller's containers (tracer.returned_containers)
     held: tuple = ()   # the paths' HeldContainer markers, each checked before a replay
@@ -197,6 +201,8 @@ class TraceTree:
             except GuardFailed as failed:
                 self.guard_failures += 1
                 guard_log.debug("guard failed: %s", failed.args[0])
+                if isinstance(failed.args[0], str):
+                    self.last_check = failed.args[0]
             except NumbaError as exc:  # a kernel compiles at its first run, and this one failed
                 self._drop(path, exc, f"a kernel failed to compile in Numba ({_one_line(exc)})")
                 return MISS

@@ -8,6 +8,7 @@ from ..ir import Graph, Node, ops, print_graph
 from ..ir.types import SUPPORTED_DTYPES as SUPPORTED
 from ..passes import DEFAULT_PIPELINE, run_pipeline
 from ..passes.plan_memory import eager_peak_bytes, peak_without
+from ..tracer import pystate
 from .entries import CompiledEntry
 
 STAGES = ("traced", "optimized", "kernels", "source", "memory") + DEFAULT_PIPELINE
@@ -164,6 +165,8 @@ def _path_text(index, path) -> str:
         lines.append(f"    {call} == {guard.expected!r}{times} at "
                      f"{_loc(guard.loc)}{code}")
     trace = path.trace
+    lines += [f"    {read.label} == {pystate.shown(read.value)}, as traced (read again before "
+              "each replay)" for read in (*trace.plain_reads, *trace.attribute_reads)]
     names = [trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else f"argument {leaf}"
              for leaf, _ in trace.layouts or ()]
     names += [trace.captures[j].description for j, _ in trace.capture_layouts]

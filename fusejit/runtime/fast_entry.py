@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tracer import layouts, unflatten
+from ..tracer import layouts, pystate, unflatten
 from ..tracer.returned_views import apply_views
 from . import undo
 from .device import is_device_array
@@ -27,7 +27,7 @@ def fast_entry(entry, general):
     """The generated ``fast_run(leaves)`` of ``entry``, falling back on ``general``; None
     for the entries only the general path serves (attribute rebinding, deferred writes...)."""
     trace, program = entry.trace, entry.program
-    if trace.attr_writes or trace.none_reads or trace.containers or entry.copied_views \
+    if trace.attr_writes or trace.containers or entry.copied_views \
             or getattr(program, "deferred", None) \
             or any(order is not None for order in entry.target_orders) \
             or any(m.target != "arg" for m in trace.mutations):
@@ -40,6 +40,7 @@ def fast_entry(entry, general):
     lines = ["def fast_run(leaves):"]
     if trace.layouts is not None:
         lines += ["    if not hold(layouts, leaves):", "        raise GuardFailed(laid_out)"]
+    _plain_read_lines(trace, lines, names, entry.owner)
     arguments = _argument_lines(trace, lines)
     captured = _capture_lines(trace, lines, names)
     targets = _write_check_lines(trace, arguments, captured, lines)
@@ -55,6 +56,32 @@ def fast_entry(entry, general):
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<fusejit entry of {program.graph.name}>", "exec"), names)  # noqa: S102
     return names["fast_run"]
+
+
+def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
+    """The globals, closure cells and attributes whose plain values the trace read (``x *
+    SCALE``, ``if self.bias is not None``): a global still bound to the same object passes at
+    the cost of a dict lookup."""
+    names["absent"], names["owner"] = pystate.ABSENT, owner
+    for k, read in enumerate(trace.plain_reads):
+        names[f"read{k}"], names[f"value{k}"] = read, read.value
+        if read.source[0] == "global":
+            names[f"globals{k}"] = read.source[1]
+            lines.append(f"    if globals{k}.get({read.source[2]!r}, absent) is not value{k} "
+                         f"and not read{k}.holds():")
+        else:
+            lines.append(f"    if not read{k}.holds():")
+        lines.append(f"        raise GuardFailed(read{k}.failure())")
+    names["no_dict"] = {}
+    for k, read in enumerate(trace.attribute_reads):
+        names[f"attribute{k}"], names[f"held{k}"] = read, read.value
+        check = f"not attribute{k}.holds(leaves, owner)"
+        if len(read.steps) == 1:   # ``self.scale``: still the same object, from its __dict__
+            root = "owner" if read.leaf < 0 else f"leaves[{read.leaf}]"
+            check = (f"getattr({root}, '__dict__', no_dict).get({read.steps[0][1]!r}, absent) "
+                     f"is not held{k} and {check}")
+        lines += [f"    if {check}:",
+                  f"        raise GuardFailed(attribute{k}.failure(leaves, owner))"]
 
 
 def _argument_lines(trace, lines: list) -> list[str]:

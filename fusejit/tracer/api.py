@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir import Graph, TensorType, Var
-from . import audit, capture_proxies, layouts, none_reads, returned_containers, type_checks
+from . import attribute_reads, audit, capture_proxies, layouts, returned_containers, type_checks
 from .captures import Capture, Roots
 from .containers import (
     detect_container_writes,
@@ -94,7 +94,9 @@ class Trace:
     leaf_names: tuple = ()  # each argument leaf's name (pystate.Watch.root)
     layouts: tuple | None = None   # (leaf, layout) a view-or-copy decision rests on (layouts.py)
     capture_layouts: tuple = ()    # (capture, layout) the same, of captured arrays
-    none_reads: tuple = ()   # none_reads.NoneRead: attributes that held None, read again
+    # attribute_reads.AttributeRead: attributes that held None or a number, read again
+    attribute_reads: tuple = ()
+    plain_reads: tuple = ()  # plain_reads.PlainRead: globals and closure cells, read again
     containers: tuple = ()   # ContainerCheck: the lists and dicts on captures' paths, as traced
     # containers.ItemStore: items stored into argument containers; the replay's result is then
     # (result, the stored items in order), split by the runtime (entries.Stored)
@@ -217,7 +219,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
         recorded.result, recorded.item_stores = recorded.result[0], tuple(stores)
     recorded.layouts, recorded.capture_layouts = layouts.kept(recorder, proxies, arg_leaves,
                                                               leaves)
-    recorded.none_reads = none_reads.find(fn, before)
+    recorded.attribute_reads = attribute_reads.find(fn, before, recorder.entered)
+    recorded.plain_reads = recorder.plain_reads
     recorded.substituted = tuple(recorder.substituted)
     found = returned_containers.markers(recorded.result)
     if found:

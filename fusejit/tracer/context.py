@@ -119,6 +119,9 @@ class Recorder:
     #                            argument's dict or list stood in for it (capture_proxies)
     originals: dict = field(default_factory=dict)   # id(the body's copy of an argument's dict
     #                            or list) -> the caller's (``unwrap``)
+    plain_reads: tuple = ()   # plain_reads.PlainRead: globals and cells read, checked on replay
+    entered: set | None = None   # code objects the body's frames ran (type_checks.watched);
+    #                              None where a debugger's trace function was there first
     stand_ins: dict = field(default_factory=dict)   # the other way round: id(the caller's) ->
     #                            the body's copy (``capture_proxies._Swaps.stand_in``)
 

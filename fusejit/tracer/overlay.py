@@ -18,13 +18,15 @@ import types
 import numpy as np
 
 from ..ir.types import numeric
-from . import creation, math_view, pystate, scalar_types
+from ..logs import topic
+from . import creation, math_view, plain_reads, pystate, scalar_types
 from .context import unwrap
 from .loc import classify
 from .side_effects import has_traced
 from .tracer import CapturedTracer
 
 REBOUND = "side effect that replay would lose: {} rebound in the body"
+log = topic("trace")
 
 
 def proxyable(value) -> bool:
@@ -61,6 +63,8 @@ class Overlay(dict):
             return scalar_types.wrapper(value)
         if key in self.replaced or value is not self.before.get(key, _MISSING):
             return value                      # replaced already, or bound by the body
+        plain_reads.record(self.copies.plain_reads, ("global", self.real, key), value,
+                           f"global {key}")
         seen = self.copies.replace(value, self.real, key)
         if seen is not value:
             dict.__setitem__(self, key, seen)
@@ -107,6 +111,7 @@ for default argument arrays."""
         self.functions: dict = {}       # id(function) -> its copy
         self.cells: list = []           # (real cell, new cell, proxy)
         self.plain_cells: list = []     # (real cell, its name, the plain value it held)
+        self.plain_reads: dict = {}     # place -> plain_reads.PlainRead: checked on replay
         self.numpy = creation.numpy_view()
 
     def replace(self, value, module_globals: dict, name: str):
@@ -206,6 +211,7 @@ for default argument arrays."""
             self.swaps.swap(value, (("cell", cell), (), name))
             if pystate.is_plain(value):   # ``nonlocal step; step += 1`` changes it
                 self.plain_cells.append((cell, name, value))
+                plain_reads.record(self.plain_reads, ("cell", cell), value, f"closure {name}")
             return cell
         proxy = self.swaps.proxy(value, (("cell", cell), (), name))
         new = types.CellType(proxy)
@@ -223,3 +229,4 @@ for default argument arrays."""
         for cell, name, before in self.plain_cells:
             source = ("cell", cell)
             _check_state(recorder, source, f"closure {name}", before, pystate.source_root(source))
+        recorder.plain_reads = plain_reads.kept(self.plain_reads, log)

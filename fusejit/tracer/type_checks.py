@@ -98,7 +98,10 @@ def watched(recorder):
             _check(frame, _sites(frame.f_code)[0], recorder, False)
         return within
 
+    entered = recorder.entered = set()
+
     def entering(frame, event, arg):
+        entered.add(frame.f_code)   # the attributes it reads: ``attribute_reads``
         return within if _sites(frame.f_code)[0] else None
     sys.settrace(entering)
     try:

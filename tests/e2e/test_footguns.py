@@ -15,7 +15,7 @@ SCALE = 2.0
 WEIGHTS = np.arange(4, dtype=np.float32)
 
 
-def test_python_scalars_read_from_globals_are_frozen_at_trace_time():
+def test_a_python_number_read_from_a_global_is_checked_before_each_replay():
     global SCALE
 
     @fusejit.compile
@@ -26,10 +26,12 @@ def test_python_scalars_read_from_globals_are_frozen_at_trace_time():
     assert_same(x * 2.0, scaled(x))
     SCALE = 3.0
     try:
-        # The compiled program keeps the traced value: pass such values as arguments instead.
-        assert_same(x * 2.0, scaled(x))
+        assert_same(x * 3.0, scaled(x))   # the old path's check fails: a path of its own
+        assert scaled.cache_info()["traces"] == 2
     finally:
         SCALE = 2.0
+    assert_same(x * 2.0, scaled(x))       # the first path again, no trace
+    assert scaled.cache_info()["traces"] == 2
 
 
 def test_printing_traced_values_happens_while_tracing_with_numpys_text(capsys):

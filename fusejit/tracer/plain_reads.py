@@ -1,0 +1,55 @@
+"""Plain Python values the body read from globals and closure cells: ``x * SCALE``.
+
+The trace keeps what it read (a literal in a kernel, a shape, the branch ``if USE_BIAS:``
+took), so after ``SCALE = 3.0`` a replay would still answer for 2.0. Each global of the body's
+module (and of the same-module helpers it calls, which read the same overlay) and each closure
+cell that held a number, bool, string, None, enum member, NumPy scalar or short tuple of them
+(``pystate.is_plain``) when the body read it is read again before each replay of that path.
+A value no longer equal to it (of another type, or gone) fails the path, and the call takes
+another path or traces one of its own, up to ``max_traces`` per signature. The body's own
+changes (``global step; step += 1``) are ``pystate``'s: such a read is not kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import pystate
+
+MAX_READS = 64   # values read again per replay, at most (then: what stays frozen is logged)
+
+
+@dataclass(frozen=True, eq=False)
+class PlainRead:
+    """``source`` (``("global", module dict, name)`` or ``("cell", cell)``) held ``value``."""
+
+    source: tuple
+    value: object
+    label: str
+
+    def holds(self) -> bool:
+        now = pystate.source_root(self.source)
+        return now is self.value or pystate.equal(self.value, now)
+
+    def failure(self) -> str:
+        now = pystate.source_root(self.source)
+        shown = "nothing" if now is pystate.ABSENT else pystate.shown(now)
+        return f"{self.label} was {pystate.shown(self.value)} when traced, now {shown}"
+
+
+def record(reads: dict, source: tuple, value, label: str) -> None:
+    """Note a read of a plain ``value`` at ``source``, once per place."""
+    if pystate.is_plain(value):
+        reads.setdefault((source[0], id(source[1]), *source[2:]), PlainRead(source, value,
+                                                                          label))
+
+
+def kept(reads: dict, log) -> tuple[PlainRead, ...]:
+    """The reads to check before each replay: those whose place still holds the value read
+    (one the body changed is ``pystate``'s watch), the first ``MAX_READS``."""
+    found = [read for read in reads.values() if read.holds()]
+    if len(found) > MAX_READS:
+        log.warning("the body read %d plain values from globals and closures; those after "
+                    "the first %d (%s, ...) are not checked before replays", len(found),
+                    MAX_READS, found[MAX_READS].label)
+    return tuple(found[:MAX_READS])
+
