@@ -726,10 +726,13 @@ def _forward(layer, x):
     return layer.forward(x)
 
 
-@pytest.mark.parametrize("compile_it", [lambda layer: fusejit.compile(layer.forward),
-                                        lambda layer: functools.partial(
-                                            fusejit.compile(_forward), layer)],
-                         ids=["method", "argument-object"])
+compiled_forward = pytest.mark.parametrize(
+    "compile_it", [lambda layer: fusejit.compile(layer.forward),
+                   lambda layer: functools.partial(fusejit.compile(_forward), layer)],
+    ids=["method", "argument-object"])
+
+
+@compiled_forward
 def test_an_attribute_that_held_none_and_now_holds_an_array_traces_again(compile_it):
     eager, layer = _Linear(), _Linear()
     compiled = compile_it(layer)
@@ -741,6 +744,33 @@ def test_an_attribute_that_held_none_and_now_holds_an_array_traces_again(compile
         for _ in range(2):
             x = np.ones(3)
             assert_same(eager.forward(x), compiled(x))
+
+
+class _Scaled:
+    def __init__(self):
+        self.w, self.scale, self.mode = np.arange(1.0, 4.0), 2.0, "tanh"
+
+    def forward(self, x):
+        y = x * self.w * self.scale
+        return np.tanh(y) if self.mode == "tanh" else y
+
+
+@compiled_forward
+def test_a_number_or_string_attribute_rebound_after_compiling_takes_a_path_of_its_own(
+        compile_it):
+    eager, layer = _Scaled(), _Scaled()
+    compiled = compile_it(layer)
+    x = np.linspace(-1, 1, 3)
+    for name, value in (("scale", 2.0), ("scale", 0.5), ("mode", "linear"), ("scale", 2.0),
+                        ("mode", "tanh")):
+        for model in (eager, layer):
+            setattr(model, name, value)
+        for _ in range(2):
+            assert_same(eager.forward(x), compiled(x))
+    compiled = getattr(compiled, "func", compiled)   # the compiled function under a partial
+    assert compiled.cache_info()["traces"] == 4   # (2.0, tanh) serves the last call again
+    (tree,) = compiled._entries.values()
+    assert all(path.fast_run is not None for path in tree.paths)   # checked there too
 
 
 class _ScaledPair(_Pair):

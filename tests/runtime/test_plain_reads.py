@@ -1,6 +1,5 @@
 """Plain Python values read from globals and closure cells are read again before each replay:
 rebound to another value, the call takes a path traced for it, as eager NumPy would answer."""
-import functools
 import math
 import sys
 
@@ -148,39 +147,6 @@ def test_a_global_that_changes_every_call_runs_eagerly_past_max_traces_and_says_
     assert "global LR was 3.0 when traced, now 4.0" in text
     assert "as an argument" in text
     assert "global LR == 1.0, as traced (read again before each replay)" in text
-
-
-class _Scaled:
-    def __init__(self):
-        self.w, self.scale, self.mode = np.arange(1.0, 4.0), 2.0, "tanh"
-
-    def forward(self, x):
-        y = x * self.w * self.scale
-        return np.tanh(y) if self.mode == "tanh" else y
-
-
-def _forward(layer, x):
-    return layer.forward(x)
-
-
-@pytest.mark.parametrize("compile_it", [lambda layer: fusejit.compile(layer.forward),
-                                        lambda layer: functools.partial(
-                                            fusejit.compile(_forward), layer)],
-                         ids=["method", "argument-object"])
-def test_a_number_or_string_attribute_rebound_after_compiling_takes_a_path_of_its_own(
-        compile_it):
-    eager, layer = _Scaled(), _Scaled()
-    compiled = compile_it(layer)
-    x = np.linspace(-1, 1, 3)
-    for name, value in (("scale", 2.0), ("scale", 0.5), ("mode", "linear"), ("scale", 2.0),
-                        ("mode", "tanh")):
-        for model in (eager, layer):
-            setattr(model, name, value)
-        for _ in range(2):
-            assert_same(eager.forward(x), compiled(x))
-    compiled = getattr(compiled, "func", compiled)   # the compiled function under a partial
-    assert compiled.cache_info()["traces"] == 4   # (2.0, tanh) serves the last call again
-    assert entry_of(compiled).fast_run is not None
 
 
 def test_an_attribute_the_body_counts_with_is_the_state_watch_not_a_read():
