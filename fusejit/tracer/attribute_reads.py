@@ -39,14 +39,12 @@ class AttributeRead:
 
     def holds(self, leaves, owner) -> bool:
         now = self.now(leaves, owner)
-        return now is self.value or pystate.equal(self.value, now)
+        return now is self.value or pystate.same(self.value, now)
 
     def failure(self, leaves, owner) -> str:
         if self.value is None:
             return f"{self.label} no longer holds None"
-        now = self.now(leaves, owner)
-        shown = "nothing" if now is pystate.ABSENT else pystate.shown(now)
-        return f"{self.label} was {pystate.shown(self.value)} when traced, now {shown}"
+        return pystate.read_moved_text(self.label, self.value, self.now(leaves, owner))
 
 
 def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
@@ -63,7 +61,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
             continue
         for name, value in snap.attrs.items():
             if name in (names if value is None else read) and pystate.is_plain(value) and \
-                    _same(value, pystate.get_attribute(snap.obj, name)):
+                    pystate.same(value, pystate.get_attribute(snap.obj, name)):
                 found.append(AttributeRead(-1 if snap.leaf is None else snap.leaf,
                                            (*snap.steps, ("attr", name)),
                                            f"{snap.label}.{name}", value))
@@ -92,7 +90,3 @@ def _entered_names(entered) -> set[str]:
         if classify(code.co_filename) == "user":
             names |= code_names(code)
     return names
-
-
-def _same(before, after) -> bool:
-    return after is before or pystate.equal(before, after)

@@ -18,7 +18,6 @@ import types
 import numpy as np
 
 from ..ir.types import numeric
-from ..logs import topic
 from . import creation, math_view, plain_reads, pystate, scalar_types
 from .context import unwrap
 from .loc import classify
@@ -26,7 +25,6 @@ from .side_effects import has_traced
 from .tracer import CapturedTracer
 
 REBOUND = "side effect that replay would lose: {} rebound in the body"
-log = topic("trace")
 
 
 def proxyable(value) -> bool:
@@ -229,4 +227,4 @@ for default argument arrays."""
         for cell, name, before in self.plain_cells:
             source = ("cell", cell)
             _check_state(recorder, source, f"closure {name}", before, pystate.source_root(source))
-        recorder.plain_reads = plain_reads.kept(self.plain_reads, log)
+        recorder.plain_reads = plain_reads.kept(self.plain_reads)

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..logs import topic
 from . import pystate
+
+log = topic("trace")
 
 MAX_READS = 64   # values read again per replay, at most (then: what stays frozen is logged)
 
@@ -28,12 +31,11 @@ class PlainRead:
 
     def holds(self) -> bool:
         now = pystate.source_root(self.source)
-        return now is self.value or pystate.equal(self.value, now)
+        return now is self.value or pystate.same(self.value, now)
 
     def failure(self) -> str:
-        now = pystate.source_root(self.source)
-        shown = "nothing" if now is pystate.ABSENT else pystate.shown(now)
-        return f"{self.label} was {pystate.shown(self.value)} when traced, now {shown}"
+        return pystate.read_moved_text(self.label, self.value,
+                                       pystate.source_root(self.source))
 
 
 def record(reads: dict, source: tuple, value, label: str) -> None:
@@ -43,7 +45,7 @@ def record(reads: dict, source: tuple, value, label: str) -> None:
                                                                           label))
 
 
-def kept(reads: dict, log) -> tuple[PlainRead, ...]:
+def kept(reads: dict) -> tuple[PlainRead, ...]:
     """The reads to check before each replay: those whose place still holds the value read
     (one the body changed is ``pystate``'s watch), the first ``MAX_READS``."""
     found = [read for read in reads.values() if read.holds()]

@@ -92,6 +92,12 @@ def shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def read_moved_text(label: str, read, now) -> str:
+    """A plain value a trace read (``global SCALE``) that a replay finds otherwise."""
+    return f"{label} was {shown(read)} when traced, now " + \
+        ("nothing" if now is ABSENT else shown(now))
+
+
 def change_text(old, new) -> str:
     if old is ABSENT:
         return f"set to {shown(new)}"
