@@ -10,6 +10,7 @@ import functools
 import linecache
 import os
 import sys
+import sysconfig
 
 import numpy
 import scipy
@@ -19,6 +20,8 @@ from ..ir import Loc
 _FUSEJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_DIRS = tuple(
     os.path.dirname(os.path.abspath(module.__file__)) + os.sep for module in (numpy, scipy))
+_STDLIB = tuple({os.path.abspath(sysconfig.get_paths()[key]) + os.sep
+                 for key in ("stdlib", "platstdlib")})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -30,6 +33,13 @@ def classify(filename: str) -> str:
     if path.startswith(_LIBRARY_DIRS) or path.startswith("<__array_function__"):
         return "library"
     return "user"
+
+
+@functools.lru_cache(maxsize=1024)
+def in_stdlib(filename: str) -> bool:
+    """Whether ``filename`` is in Python's own library (site-packages aside)."""
+    path = os.path.abspath(filename)
+    return any(path.startswith(root) for root in _STDLIB) and "site-packages" not in path
 
 
 def user_frames(skip: int = 1) -> list:

@@ -18,7 +18,7 @@ import types
 import numpy as np
 
 from ..ir.types import numeric
-from . import creation, math_view, plain_reads, pystate, scalar_types
+from . import code_reads, creation, math_view, plain_reads, pystate, scalar_types
 from .context import unwrap
 from .loc import classify
 from .side_effects import has_traced
@@ -227,4 +227,6 @@ for default argument arrays."""
         for cell, name, before in self.plain_cells:
             source = ("cell", cell)
             _check_state(recorder, source, f"closure {name}", before, pystate.source_root(source))
+        for key, read in code_reads.settle(recorder.code_places or {}, recorder).items():
+            self.plain_reads.setdefault(key, read)
         recorder.plain_reads = plain_reads.kept(self.plain_reads)

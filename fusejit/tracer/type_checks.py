@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import builtins
 import dis
-import functools
 import linecache
-import os
 import sys
-import sysconfig
 from contextlib import contextmanager
 
 from ..ir import Loc
+from . import code_reads
 from .context import unwrap
-from .loc import classify
+from .loc import classify, in_stdlib
 from .scalars import TracedFloat
 from .tracer import Tracer
 
@@ -46,8 +44,6 @@ _NAME_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME",
                          "LOAD_CLASSDEREF"})
 _SKIP = frozenset({"PRECALL", "KW_NAMES", "CACHE", "PUSH_NULL"})
 _CALLS = frozenset({"CALL", "CALL_FUNCTION"})   # CALL_FUNCTION: Python 3.10
-_STDLIB = tuple({os.path.abspath(sysconfig.get_paths()[key]) + os.sep
-                 for key in ("stdlib", "platstdlib")})
 
 
 class _TypeMeta(builtins.type):
@@ -99,10 +95,14 @@ def watched(recorder):
         return within
 
     entered = recorder.entered = set()
+    places = recorder.code_places = {}
 
     def entering(frame, event, arg):
-        entered.add(frame.f_code)   # the attributes it reads: ``attribute_reads``
-        return within if _sites(frame.f_code)[0] else None
+        code = frame.f_code
+        if code not in entered:
+            entered.add(code)   # the attributes it reads: ``attribute_reads``
+            code_reads.entering(frame, places)   # the plain values it reads: ``code_reads``
+        return within if _sites(code)[0] else None
     sys.settrace(entering)
     try:
         yield
@@ -134,7 +134,7 @@ def _scan(code) -> tuple:
     """(kind, name or None, attr, line) for each form the code of a user frame has. Python's
     own library is not the user's here: its ``type()`` dispatches (``copy.deepcopy``), and
     the proxies answer what it asks next (``__deepcopy__``)."""
-    if classify(code.co_filename) != "user" or _in_stdlib(code.co_filename) or not (
+    if classify(code.co_filename) != "user" or in_stdlib(code.co_filename) or not (
             {"type", "hasattr", "True_", "False_"} & set(code.co_names)):
         return ()
     instructions = [ins for ins in dis.get_instructions(code) if ins.opname not in _SKIP]
@@ -147,12 +147,6 @@ def _scan(code) -> tuple:
         if site is not None:
             found.append(site)
     return tuple(found)
-
-
-@functools.lru_cache(maxsize=1024)
-def _in_stdlib(filename: str) -> bool:
-    path = os.path.abspath(filename)
-    return any(path.startswith(root) for root in _STDLIB) and "site-packages" not in path
 
 
 def _site(instructions, index, ins, line):
