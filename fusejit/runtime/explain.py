@@ -165,9 +165,8 @@ def _path_text(index, path) -> str:
         lines.append(f"    {call} == {guard.expected!r}{times} at "
                      f"{_loc(guard.loc)}{code}")
     trace = path.trace
-    lines += [f"    {read.label} {getattr(read, 'relation', '==')} {pystate.shown(read.value)}, "
-              "as traced (read again before each replay)"
-              for read in (*trace.plain_reads, *trace.attribute_reads)]
+    lines += [f"    {read.label} == {pystate.shown(read.value)}, as traced (read again before "
+              "each replay)" for read in (*trace.plain_reads, *trace.attribute_reads)]
     names = [trace.leaf_names[leaf] if leaf < len(trace.leaf_names) else f"argument {leaf}"
              for leaf, _ in trace.layouts or ()]
     names += [trace.captures[j].description for j, _ in trace.capture_layouts]

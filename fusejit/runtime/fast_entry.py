@@ -65,7 +65,7 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
     names["absent"], names["owner"] = pystate.ABSENT, owner
     for k, read in enumerate(trace.plain_reads):
         names[f"read{k}"], names[f"value{k}"] = read, read.value
-        if read.source[0] == "global":
+        if getattr(read, "source", ("",))[0] == "global":   # a ChainRead walks its steps
             names[f"globals{k}"] = read.source[1]
             lines.append(f"    if globals{k}.get({read.source[2]!r}, absent) is not value{k} "
                          f"and not read{k}.holds():")

@@ -147,7 +147,15 @@ def _arrays(obj, depth, steps=()):
 
 
 def _children(obj):
-    """(step, child) pairs below a container or plain object."""
+    """(step, child) pairs below a container or plain object; none below one that raises
+    when looked at (a lazy settings object whose ``__getattribute__`` raises until set up)."""
+    try:
+        return _children_of(obj)
+    except Exception:   # noqa: BLE001 -- the user's own code raised
+        return []
+
+
+def _children_of(obj):
     if isinstance(obj, dict):
         return [(("item", k), v) for k, v in obj.items()]
     if isinstance(obj, SEQUENCES):

@@ -1,96 +1,170 @@
 """Plain values that code the body ran read outside its own module's globals: a helper of
 another module (``x * FACTOR``), a method (``x * SCALE``), a module's or class's attribute
-(``config.SCALE``, ``Cfg.K``), an attribute of an object bound to a global (``CFG.scale``).
+(``config.SCALE``, ``Cfg.K``), an attribute of an object or an item of a dict bound to a
+global (``CFG.scale``, ``PARAMS["lr"]``).
 
 The body's module is read through its overlay, which notes each global as it is read
 (``plain_reads``). Other code runs as it is, so its reads are found from its bytecode instead:
-each load of a global and the attribute loads right after it (``config.SCALE``), and each store
-through one (``global N; N += 1``, ``config.SCALE = 3``). ``type_checks.watched`` calls
-``entering`` the first time a code object runs in a trace, before its first line: each such
-place that holds a plain value (``pystate.is_plain``) in a user module's, a user class's or an
-object's ``__dict__`` is noted with what it holds then. As the trace ends (``settle``):
+each load of a global and the attribute loads and constant-key subscripts right after it,
+and each store through one (``global N; N += 1``, ``config.SCALE = 3``, ``CNT.n += 1``).
+``type_checks.watched`` calls ``entering`` the first time a code object runs with its globals
+in a trace, before its first line: each such place that holds a plain value
+(``pystate.is_plain``) in a user module, a user class, an object's ``__dict__`` or a dict is
+noted with what it holds then. As the trace ends (``settle``):
 
-- a place that still holds its value is read again before each replay (a ``PlainRead``); a
-  replay that finds another value takes another path or traces one;
+- a place still holding its value is read again before each replay (a ``PlainRead``, or a
+  ``ChainRead`` that walks the names from the global again); a replay that finds another
+  value takes another path or traces one;
 - a place whose value changed during the trace (``helpers.N += 1``) makes the signature run
   eagerly, as the body's own ``global N`` does: a replay would not change it.
 
 A whole code object is looked at, its branches not taken too: a value that changes where no
-traced path read it makes a path trace again, never a wrong answer.
+traced path read it makes a path trace again. Code of Python's, of installed packages and of
+NumPy, SciPy and fusejit is not looked at.
 """
 from __future__ import annotations
 
 import dis
+import os
 import sys
 import types
+from dataclasses import dataclass
 
+from ..logs import topic
 from . import pystate
 from .loc import classify, in_stdlib
-from .plain_reads import HolderRead, PlainRead
+from .plain_reads import PlainRead
+
+log = topic("trace")
 
 MAX_DEPTH = 4         # names in a chain: ``pkg.config.section.SCALE``
 MAX_SCANNED = 8192    # code objects whose chains are kept
 _LOADS = ("LOAD_ATTR", "LOAD_METHOD")
 _STORES = ("STORE_ATTR", "DELETE_ATTR")
 _SUBSCRIPTS = ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR")
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 _METHOD_BIT = sys.version_info >= (3, 12)   # LOAD_ATTR's low oparg bit: a method-style load
 
 
-def entering(frame, places: dict) -> None:
-    """Note what the places the code of ``frame`` reads or stores through hold now."""
+class Places:
+    """What ``entering`` noted in one trace: place -> (its read, whether code loads it)."""
+
+    def __init__(self):
+        self.found: dict = {}
+        self.seen: dict = {}   # (id(code), id(globals)) -> code: those looked at
+
+
+def entering(frame, places: Places) -> None:
+    """Note what the places the code of ``frame`` reads or stores through hold now, the first
+    time it runs with its globals (equal code objects of two modules compare equal). A place
+    that cannot be read without running the user's code (a lazy object, ``__getattr__``) is
+    left out, as before this look."""
+    module_globals = frame.f_globals
+    key = (id(frame.f_code), id(module_globals))
+    if key in places.seen:
+        return
+    places.seen[key] = frame.f_code   # kept alive: its id stays its own
     chains = _chains(frame.f_code)
     if not chains:
         return
-    module_globals = frame.f_globals
     real = getattr(module_globals, "real", None)   # an overlay: its globals are its own reads
-    for names, stored in chains:
-        if real is not None and len(names) == 1:
+    if real is None:
+        name = module_globals.get("__name__")
+        prefix = f"global {name}." if isinstance(name, str) else "global "
+    for steps, stored in chains:
+        if real is not None and len(steps) == 1:
             continue
-        if real is not None:   # the body's module: its globals by name alone, as the overlay's
-            _note(real, names, stored, places, "global ")
-        else:
-            _note(module_globals, names, stored, places,
-                  f"global {module_globals.get('__name__', '?')}.")
+        try:
+            if real is not None:   # the body's module: its globals by name, as the overlay's
+                _note(real, steps, stored, places, "global ")
+            else:
+                _note(module_globals, steps, stored, places, prefix)
+        except Exception:   # noqa: BLE001 -- the user's own code raised: not looked at
+            log.debug("not read again: %s", steps, exc_info=True)
 
 
-def settle(places: dict, recorder) -> dict:
+def settle(places: Places | None, recorder) -> dict:
     """The places to read again before each replay, by place; a changed one runs the signature
-    eagerly (``recorder.state_changed``)."""
-    kept = {}
-    for key, (source, was, label, holder) in places.items():
-        now = pystate.source_root(source)
-        if holder and now is not was or not holder and pystate.changed(was, now):
-            recorder.state_changed(pystate.in_source(label, source, ()), was, now)
-        elif holder:
-            kept[key] = HolderRead(source, was, label)
-        elif pystate.is_plain(was) and (now is was or pystate.same(was, now)):
-            kept[key] = PlainRead(source, was, label)
+    eagerly (``recorder.state_changed``). A place only stored to that kept its value is not
+    read again: no path read it."""
+    kept: dict = {}
+    for key, (read, loaded) in (places.found if places is not None else {}).items():
+        now = read.now()
+        if pystate.changed(read.value, now):
+            watch = pystate.Watch(read.label, lambda _root, read=read: read.now(), key)
+            recorder.state_changed(watch, read.value, now)
+        elif loaded and pystate.is_plain(read.value) and read.holds():
+            kept[key] = read
     return kept
 
 
-def _note(module_globals, steps: tuple, stored: bool, places: dict, prefix: str) -> None:
+@dataclass(frozen=True, eq=False)
+class ChainRead:
+    """A plain ``value`` the trace read at the end of ``steps`` from the module globals
+    ``root``: the global's name, then ``(kind, name, cls)`` steps (``kind``: "module",
+    "class", "object" or "item"). Each replay walks them again, so an object rebound under its
+    global name is read anew (``opts = Options(lr=0.1)`` before every call keeps the path),
+    and an inherited class attribute shadowed later is found."""
+
+    root: dict
+    steps: tuple
+    value: object
+    label: str
+
+    def now(self):
+        try:
+            obj = self.root.get(self.steps[0], pystate.ABSENT)
+            for kind, name, cls in self.steps[1:]:
+                obj = _step(obj, kind, name, cls)
+            return obj
+        except Exception:   # noqa: BLE001 -- the user's own code raised: not the same
+            return pystate.ABSENT
+
+    def holds(self) -> bool:
+        now = self.now()
+        return now is self.value or pystate.same(self.value, now)
+
+    def failure(self) -> str:
+        return pystate.read_moved_text(self.label, self.value, self.now())
+
+
+def _step(obj, kind: str, name, cls):
+    """``obj.name`` (``obj[name]`` for an item) as the code's load reads it, or ABSENT."""
+    if kind == "item":
+        return obj.get(name, pystate.ABSENT) if type(obj) is dict else pystate.ABSENT
+    if kind == "module":
+        return obj.__dict__.get(name, pystate.ABSENT) if isinstance(obj, types.ModuleType) \
+            else pystate.ABSENT
+    if kind == "class":
+        return getattr(obj, name, pystate.ABSENT) if type(obj) is type else pystate.ABSENT
+    if type(obj) is not cls and _namespace(obj, "attr", name)[0] != "object":
+        return pystate.ABSENT
+    attrs = getattr(obj, "__dict__", None)
+    return attrs.get(name, pystate.ABSENT) if type(attrs) is dict else pystate.ABSENT
+
+
+def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: str) -> None:
     """Walk ``steps`` from the global through modules, classes, objects and dicts, noting each
-    place that holds a plain value (the last one even when absent, for a store), and the
-    objects on the way to it, which must stay the same ones."""
-    owner, mapping, on_the_way = module_globals, module_globals, []
-    for depth, step in enumerate(steps):
-        name = step
+    place that holds a plain value (the last one even when absent, for a store)."""
+    walked, obj = [steps[0]], module_globals.get(steps[0], pystate.ABSENT)
+    for depth in range(len(steps)):
         if depth:
-            kind, name = step
-            owner, mapping = _namespace(on_the_way[-1][1][1], kind, name)
+            _, name = steps[depth]
+            kind, mapping = _namespace(obj, steps[depth][0], name)
             if mapping is None:
                 return
-        value = mapping.get(name, pystate.ABSENT)
-        label = _label(steps[:depth + 1]) if depth else prefix + name
-        place = (("global", id(owner), name), (("global", mapping, name), value, label))
-        if pystate.is_plain(value) or (value is pystate.ABSENT and stored and
-                                       depth == len(steps) - 1):
-            for key, entry in on_the_way:
-                places.setdefault(key, (*entry, True))
-            places.setdefault(place[0], (*place[1], False))
-        if value is pystate.ABSENT or pystate.is_plain(value):
+            walked.append((kind, name, type(obj)))
+            obj = mapping.get(name, pystate.ABSENT)
+        last = depth == len(steps) - 1
+        if pystate.is_plain(obj) or (obj is pystate.ABSENT and stored and last):
+            label = prefix + _label(steps[:depth + 1])
+            read = PlainRead(("global", module_globals, steps[0]), obj, label) \
+                if depth == 0 else ChainRead(module_globals, tuple(walked), obj, label)
+            key = ("global", id(module_globals), *steps[:depth + 1])
+            first, loaded = places.found.get(key, (read, False))
+            places.found[key] = (first, loaded or not (stored and last))
+        if obj is pystate.ABSENT or pystate.is_plain(obj):
             return
-        on_the_way.append(place)
 
 
 def _label(steps: tuple) -> str:
@@ -103,41 +177,54 @@ def _label(steps: tuple) -> str:
 
 
 def _namespace(holder, kind: str, name) -> tuple:
-    """(whose, mapping): the mapping an attribute load of ``name`` from ``holder`` reads (a
+    """(kind, mapping): the mapping an attribute load of ``name`` from ``holder`` reads (a
     user module's, class's or object's ``__dict__``), or ``holder[name]`` (a dict); (None,
     None) where it reads elsewhere (a property, a library's object, a dict subclass)."""
     if kind == "item":
-        return (holder, holder) if type(holder) is dict else (None, None)
+        return ("item", holder) if type(holder) is dict else (None, None)
     if isinstance(holder, types.ModuleType):
-        return (holder.__dict__, holder.__dict__) if _users(holder) else (None, None)
+        return ("module", holder.__dict__) if _users(holder) else (None, None)
     if isinstance(holder, type):
         if type(holder) is not type:   # a metaclass may answer otherwise (an Enum's members)
             return None, None
         for base in holder.__mro__:
             if name in base.__dict__:
-                return (base, base.__dict__) if _users(sys.modules.get(base.__module__)) \
+                return ("class", base.__dict__) if _users(sys.modules.get(base.__module__)) \
                     else (None, None)
         return None, None
     cls = type(holder)
     if not (cls is types.SimpleNamespace or _users(sys.modules.get(cls.__module__))):
         return None, None
+    if cls is not types.SimpleNamespace and \
+            type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
+        return None, None   # its own attribute lookup
     for base in cls.__mro__:   # a property or slot of that name reads elsewhere
         found = base.__dict__.get(name, pystate.ABSENT)
         if found is not pystate.ABSENT:
             if hasattr(type(found), "__set__") or hasattr(type(found), "__delete__"):
                 return None, None
             break
-    attrs = getattr(holder, "__dict__", None)
-    return (attrs, attrs) if type(attrs) is dict else (None, None)
+    try:
+        attrs = object.__getattribute__(holder, "__dict__")
+    except AttributeError:   # slots only
+        return None, None
+    return ("object", attrs) if type(attrs) is dict else (None, None)
 
 
 def _users(module) -> bool:
     """A module of the user's: not Python's, NumPy's or fusejit's (one made at run time, or
     ``__main__`` of ``python -c``, counts)."""
-    if module is None or module.__name__ in sys.builtin_module_names:
+    if not isinstance(module, types.ModuleType) or module.__name__ in sys.builtin_module_names:
         return False
-    file = getattr(module, "__file__", None)
-    return file is None or (classify(file) == "user" and not in_stdlib(file))
+    file = module.__dict__.get("__file__")   # not ``getattr``: a module's own __getattr__
+    return file is None or _users_file(file)
+
+
+def _users_file(file: str) -> bool:
+    """Not Python's (``<frozen importlib._bootstrap>`` too), nor an installed package's (the
+    libraries in site-packages keep their own state), nor NumPy's, SciPy's or fusejit's."""
+    return classify(file) == "user" and not in_stdlib(file) and not file.startswith(
+        "<frozen") and not any(part in file for part in _INSTALLED)
 
 
 _SCANNED: dict[int, tuple] = {}   # id(code) -> (code, its chains)
@@ -150,9 +237,8 @@ def _chains(code) -> tuple:
         return entry[1]
     if len(_SCANNED) >= MAX_SCANNED:
         _SCANNED.clear()
-    file = code.co_filename   # ``<frozen importlib._bootstrap>``: Python's too
-    user = classify(file) == "user" and not in_stdlib(file) and not file.startswith("<frozen")
-    chains = _scan(list(dis.get_instructions(code))) if user else ()
+    chains = _scan([ins for ins in dis.get_instructions(code)   # EXTENDED_ARG: in the next
+                    if ins.opname != "EXTENDED_ARG"]) if _users_file(code.co_filename) else ()
     _SCANNED[id(code)] = (code, chains)
     return chains
 
@@ -169,22 +255,28 @@ def _scan(instructions: list) -> tuple:
 
 def _chain(instructions: list, k: int) -> list:
     """The chains from the global ``instructions[k]`` loads: attribute loads and subscripts by
-    a constant after it (``config.SCALE``, ``PARAMS["lr"]``), and a store through them."""
+    a constant after it (``config.SCALE``, ``PARAMS["lr"]``), also as an augmented assignment
+    reads them (``CNT.n += 1``, ``PARAMS["steps"] += 1``), and a store through them."""
     steps, found = [instructions[k].argval], []
     k += 1
     while k < len(instructions) and len(steps) < MAX_DEPTH:
         ins = instructions[k]
-        following = instructions[k + 1].opname if k + 1 < len(instructions) else None
         if ins.opname in _STORES:
             found.append(((*steps, ("attr", ins.argval)), True))
-        elif ins.opname == "LOAD_CONST" and following in _SUBSCRIPTS and \
-                type(ins.argval) in (str, int):
+        if (ins.opname == "DUP_TOP" or ins.opname == "COPY" and ins.arg == 1) and \
+                _opname(instructions, k + 1) in _LOADS:
+            k += 1   # ``CNT.n += 1``: the object again, for the store after
+            continue
+        if ins.opname == "LOAD_CONST" and type(ins.argval) in (str, int):
+            subscript, after = _subscript(instructions, k + 1)
+            if subscript is None:
+                break
             step = ("item", ins.argval)
-            if following != "BINARY_SUBSCR":
-                found.append(((*steps, step), True))
+            found.append(((*steps, step), subscript != "BINARY_SUBSCR"))
+            if subscript != "BINARY_SUBSCR":
                 break
             steps.append(step)
-            k += 2
+            k = after
             continue
         if ins.opname not in _LOADS:
             break
@@ -194,3 +286,21 @@ def _chain(instructions: list, k: int) -> list:
         k += 1
     found.append((tuple(steps), False))
     return found
+
+
+def _subscript(instructions: list, k: int) -> tuple:
+    """(the subscript's opname, the index after it) where ``instructions[k:]`` subscript by
+    the constant just loaded, past the copies an augmented assignment makes; (None, k)."""
+    opnames = [_opname(instructions, j) for j in range(k, k + 3)]
+    if opnames[0] in _SUBSCRIPTS:
+        return opnames[0], k + 1
+    if opnames[:2] == ["DUP_TOP_TWO", "BINARY_SUBSCR"]:             # Python 3.10
+        return "STORE_SUBSCR", k + 2
+    if opnames == ["COPY", "COPY", "BINARY_SUBSCR"] and \
+            [instructions[j].arg for j in (k, k + 1)] == [2, 2]:   # 3.11 on
+        return "STORE_SUBSCR", k + 3
+    return None, k
+
+
+def _opname(instructions: list, k: int):
+    return instructions[k].opname if k < len(instructions) else None

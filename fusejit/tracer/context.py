@@ -122,7 +122,7 @@ class Recorder:
     plain_reads: tuple = ()   # plain_reads.PlainRead: globals and cells read, checked on replay
     entered: set | None = None   # code objects the body's frames ran (type_checks.watched);
     #                              None where a debugger's trace function was there first
-    code_places: dict | None = None   # what code the body ran read and stored (code_reads)
+    code_places: object = None   # code_reads.Places: what the code the body ran read, stored
     stand_ins: dict = field(default_factory=dict)   # the other way round: id(the caller's) ->
     #                            the body's copy (``capture_proxies._Swaps.stand_in``)
 

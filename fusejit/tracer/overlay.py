@@ -227,6 +227,6 @@ for default argument arrays."""
         for cell, name, before in self.plain_cells:
             source = ("cell", cell)
             _check_state(recorder, source, f"closure {name}", before, pystate.source_root(source))
-        for key, read in code_reads.settle(recorder.code_places or {}, recorder).items():
+        for key, read in code_reads.settle(recorder.code_places, recorder).items():
             self.plain_reads.setdefault(key, read)
         recorder.plain_reads = plain_reads.kept(self.plain_reads)

@@ -29,26 +29,15 @@ class PlainRead:
     value: object
     label: str
 
+    def now(self):
+        return pystate.source_root(self.source)
+
     def holds(self) -> bool:
-        now = pystate.source_root(self.source)
+        now = self.now()
         return now is self.value or pystate.same(self.value, now)
 
-    relation = "=="   # as ``explain`` shows it
-
     def failure(self) -> str:
-        return pystate.read_moved_text(self.label, self.value,
-                                       pystate.source_root(self.source))
-
-
-@dataclass(frozen=True, eq=False)
-class HolderRead(PlainRead):
-    """A module, class, object or dict a plain value was read through (``config`` of
-    ``config.SCALE``, ``code_reads``): still that very object, or the path fails."""
-
-    relation = "is"
-
-    def holds(self) -> bool:
-        return pystate.source_root(self.source) is self.value
+        return pystate.read_moved_text(self.label, self.value, self.now())
 
 
 def record(reads: dict, source: tuple, value, label: str) -> None:

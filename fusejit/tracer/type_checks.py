@@ -95,13 +95,12 @@ def watched(recorder):
         return within
 
     entered = recorder.entered = set()
-    places = recorder.code_places = {}
+    places = recorder.code_places = code_reads.Places()
 
     def entering(frame, event, arg):
         code = frame.f_code
-        if code not in entered:
-            entered.add(code)   # the attributes it reads: ``attribute_reads``
-            code_reads.entering(frame, places)   # the plain values it reads: ``code_reads``
+        entered.add(code)   # the attributes it reads: ``attribute_reads``
+        code_reads.entering(frame, places)   # the plain values it reads: ``code_reads``
         return within if _sites(code)[0] else None
     sys.settrace(entering)
     try:

@@ -43,3 +43,33 @@ def normalized(x):
 def stepped(x):
     PARAMS["steps"] = PARAMS["steps"] + 1
     return x * PARAMS["lr"]
+
+
+COUNTS = types.SimpleNamespace(n=0)
+
+
+def bumped(x):
+    PARAMS["steps"] += 1
+    COUNTS.n += 1
+    return x * 2
+
+
+class Lazy:
+    """A settings object that raises until configured, as Django's does."""
+
+    def __getattribute__(self, name):
+        raise RuntimeError("settings are not configured")
+
+
+SETTINGS_LAZY = Lazy()
+DEBUG = False
+
+
+def quiet(x):
+    if DEBUG:
+        print(SETTINGS_LAZY.LEVEL)
+    return x * 2
+
+
+def twin(x):
+    return x * FACTOR
