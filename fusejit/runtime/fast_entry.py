@@ -10,6 +10,8 @@ a read-only or strided written array) goes to the general path, which decides wh
 ``fast_run`` returns exactly what ``general(leaves)`` would."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from ..tracer import layouts, pystate, unflatten
@@ -63,9 +65,12 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
     SCALE``, ``if self.bias is not None``): a global still bound to the same object passes at
     the cost of a dict lookup."""
     names["absent"], names["owner"] = pystate.ABSENT, owner
+    names["module_type"] = types.ModuleType
     for k, read in enumerate(trace.plain_reads):
         names[f"read{k}"], names[f"value{k}"] = read, read.value
-        if getattr(read, "source", ("",))[0] == "global":   # a ChainRead walks its steps
+        if hasattr(read, "steps"):   # ``config.SCALE``: ``code_reads.ChainRead``
+            _chain_lines(k, read, lines, names)
+        elif read.source[0] == "global":
             names[f"globals{k}"] = read.source[1]
             lines.append(f"    if globals{k}.get({read.source[2]!r}, absent) is not value{k} "
                          f"and not read{k}.holds():")
@@ -82,6 +87,23 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
                      f"is not held{k} and {check}")
         lines += [f"    if {check}:",
                   f"        raise GuardFailed(attribute{k}.failure(leaves, owner))"]
+
+
+_STEP = {"module": "o.__dict__.get({name!r}, absent) if type(o) is module_type else absent",
+         "object": "o.__dict__.get({name!r}, absent) if type(o) is {cls} else absent",
+         "item": "o.get({name!r}, absent) if type(o) is dict else absent",
+         "class": "getattr(o, {name!r}, absent) if type(o) is type else absent"}
+
+
+def _chain_lines(k: int, read, lines: list, names: dict) -> None:
+    """A chain walked again inline, each step only where the object is of the kind traced
+    (else ``read.holds()`` walks it in full): no call while it holds."""
+    names[f"root{k}"] = read.root
+    lines.append(f"    o = root{k}.get({read.steps[0]!r}, absent)")
+    for j, (kind, name, cls) in enumerate(read.steps[1:]):
+        names[f"cls{k}_{j}"] = cls
+        lines.append("    o = " + _STEP[kind].format(name=name, cls=f"cls{k}_{j}"))
+    lines.append(f"    if o is not value{k} and not read{k}.holds():")
 
 
 def _argument_lines(trace, lines: list) -> list[str]:

@@ -160,8 +160,18 @@ def test_a_module_attribute_the_body_stores_runs_the_signature_eagerly(monkeypat
     assert "helpers.MODE changed from" in str(compiled.explain(x))
 
 
-def test_the_fast_and_the_general_entry_both_check_another_modules_global(monkeypatch):
-    compiled = fusejit.compile(lambda x: helpers.scaled(x))
+class Scaled:
+    """``scale`` read through a property: not a place of its own."""
+
+    @property
+    def scale(self):
+        return 7.0
+
+
+@pytest.mark.parametrize("body", [helpers.scaled, lambda x: x * helpers.FACTOR],
+                         ids=["helper", "module-attribute"])
+def test_the_fast_and_the_general_entry_both_check_another_modules_global(monkeypatch, body):
+    compiled = fusejit.compile(body)
     x = np.ones(3)
     compiled(x)
     compiled(x)
@@ -170,10 +180,20 @@ def test_the_fast_and_the_general_entry_both_check_another_modules_global(monkey
     assert entry.fast_run is not None
     monkeypatch.setattr(helpers, "FACTOR", 5.0)
     leaves = flatten(((x,), {}))[0]
-    moved = "global tests.runtime.code_reads_helpers.FACTOR was 2.0 when traced, now 5.0"
+    moved = "FACTOR was 2.0 when traced, now 5.0"
     for run in (entry.fast_run, entry._run):
         with pytest.raises(GuardFailed, match=moved):
             run(leaves)
+
+
+def test_an_object_of_another_class_under_the_global_is_walked_in_full(monkeypatch):
+    compiled = fusejit.compile(lambda x: x * helpers.HOLDER.scale)
+    x = np.ones(3)
+    for _ in range(2):
+        assert_same(x * 2.0, compiled(x))
+    monkeypatch.setattr(helpers, "HOLDER", Scaled())   # a property of that name now
+    for _ in range(2):
+        assert_same(x * 7.0, compiled(x))
 
 
 def test_numpys_and_pythons_own_constants_are_not_read_again():
