@@ -32,13 +32,12 @@ from dataclasses import dataclass
 
 from ..logs import topic
 from . import pystate
-from .loc import classify, in_stdlib
-from .plain_reads import PlainRead
+from .loc import classify, in_stdlib, per_code
+from .plain_reads import PlainRead, ReadAgain
 
 log = topic("trace")
 
 MAX_DEPTH = 4         # names in a chain: ``pkg.config.section.SCALE``
-MAX_SCANNED = 8192    # code objects whose chains are kept
 _LOADS = ("LOAD_ATTR", "LOAD_METHOD")
 _STORES = ("STORE_ATTR", "DELETE_ATTR")
 _SUBSCRIPTS = ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR")
@@ -68,17 +67,16 @@ def entering(frame, places: Places) -> None:
     if not chains:
         return
     real = getattr(module_globals, "real", None)   # an overlay: its globals are its own reads
-    if real is None:
+    if real is not None:   # the body's module: its globals by name alone, as the overlay's
+        module_globals, prefix = real, "global "
+    else:
         name = module_globals.get("__name__")
         prefix = f"global {name}." if isinstance(name, str) else "global "
     for steps, stored in chains:
         if real is not None and len(steps) == 1:
             continue
         try:
-            if real is not None:   # the body's module: its globals by name, as the overlay's
-                _note(real, steps, stored, places, "global ")
-            else:
-                _note(module_globals, steps, stored, places, prefix)
+            _note(module_globals, steps, stored, places, prefix)
         except Exception:   # noqa: BLE001 -- the user's own code raised: not looked at
             log.debug("not read again: %s", steps, exc_info=True)
 
@@ -99,7 +97,7 @@ def settle(places: Places | None, recorder) -> dict:
 
 
 @dataclass(frozen=True, eq=False)
-class ChainRead:
+class ChainRead(ReadAgain):
     """A plain ``value`` the trace read at the end of ``steps`` from the module globals
     ``root``: the global's name, then ``(kind, name, cls)`` steps (``kind``: "module",
     "class", "object" or "item"). Each replay walks them again, so an object rebound under its
@@ -120,13 +118,6 @@ class ChainRead:
         except Exception:   # noqa: BLE001 -- the user's own code raised: not the same
             return pystate.ABSENT
 
-    def holds(self) -> bool:
-        now = self.now()
-        return now is self.value or pystate.same(self.value, now)
-
-    def failure(self) -> str:
-        return pystate.read_moved_text(self.label, self.value, self.now())
-
 
 def _step(obj, kind: str, name, cls):
     """``obj.name`` (``obj[name]`` for an item) as the code's load reads it, or ABSENT."""
@@ -137,10 +128,9 @@ def _step(obj, kind: str, name, cls):
             else pystate.ABSENT
     if kind == "class":
         return getattr(obj, name, pystate.ABSENT) if type(obj) is type else pystate.ABSENT
-    if type(obj) is not cls and _namespace(obj, "attr", name)[0] != "object":
-        return pystate.ABSENT
-    attrs = getattr(obj, "__dict__", None)
-    return attrs.get(name, pystate.ABSENT) if type(attrs) is dict else pystate.ABSENT
+    kind, attrs = ("object", obj.__dict__) if type(obj) is cls else \
+        _namespace(obj, "attr", name)   # another class: a property of that name, perhaps
+    return attrs.get(name, pystate.ABSENT) if kind == "object" else pystate.ABSENT
 
 
 def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: str) -> None:
@@ -149,8 +139,8 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
     walked, obj = [steps[0]], module_globals.get(steps[0], pystate.ABSENT)
     for depth in range(len(steps)):
         if depth:
-            _, name = steps[depth]
-            kind, mapping = _namespace(obj, steps[depth][0], name)
+            kind, name = steps[depth]
+            kind, mapping = _namespace(obj, kind, name)
             if mapping is None:
                 return
             walked.append((kind, name, type(obj)))
@@ -227,20 +217,13 @@ def _users_file(file: str) -> bool:
         "<frozen") and not any(part in file for part in _INSTALLED)
 
 
-_SCANNED: dict[int, tuple] = {}   # id(code) -> (code, its chains)
-
-
+@per_code()
 def _chains(code) -> tuple:
     """The chains of names the code loads from or stores through, each (names, stored)."""
-    entry = _SCANNED.get(id(code))
-    if entry is not None and entry[0] is code:
-        return entry[1]
-    if len(_SCANNED) >= MAX_SCANNED:
-        _SCANNED.clear()
-    chains = _scan([ins for ins in dis.get_instructions(code)   # EXTENDED_ARG: in the next
-                    if ins.opname != "EXTENDED_ARG"]) if _users_file(code.co_filename) else ()
-    _SCANNED[id(code)] = (code, chains)
-    return chains
+    if not _users_file(code.co_filename):
+        return ()
+    return _scan([ins for ins in dis.get_instructions(code)   # EXTENDED_ARG: in the next
+                  if ins.opname != "EXTENDED_ARG"])
 
 
 def _scan(instructions: list) -> tuple:

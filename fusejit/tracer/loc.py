@@ -42,6 +42,27 @@ def in_stdlib(filename: str) -> bool:
     return any(path.startswith(root) for root in _STDLIB) and "site-packages" not in path
 
 
+def per_code(limit: int = 8192):
+    """Cache what ``fn(code)`` finds in a code object, by the object's id (a code object's own
+    hash is computed from its contents on every call, and equal code of two modules compares
+    equal); the whole cache is dropped when it holds ``limit`` entries."""
+    def decorate(fn):
+        cache: dict = {}   # id(code) -> (code, fn(code)): the code kept, so its id stays its own
+
+        @functools.wraps(fn)
+        def cached(code):
+            entry = cache.get(id(code))
+            if entry is not None and entry[0] is code:
+                return entry[1]
+            if len(cache) >= limit:
+                cache.clear()
+            found = fn(code)
+            cache[id(code)] = (code, found)
+            return found
+        return cached
+    return decorate
+
+
 def user_frames(skip: int = 1) -> list:
     """User frames from innermost outward, up to the tracer's entry frame."""
     frame = sys._getframe(skip)

@@ -21,8 +21,26 @@ log = topic("trace")
 MAX_READS = 64   # values read again per replay, at most (then: what stays frozen is logged)
 
 
+class ReadAgain:
+    """A place whose plain ``value`` (shown as ``label``) the trace read; ``now()`` reads it
+    again."""
+
+    value: object
+    label: str
+
+    def now(self):
+        raise NotImplementedError
+
+    def holds(self) -> bool:
+        now = self.now()
+        return now is self.value or pystate.same(self.value, now)
+
+    def failure(self) -> str:
+        return pystate.read_moved_text(self.label, self.value, self.now())
+
+
 @dataclass(frozen=True, eq=False)
-class PlainRead:
+class PlainRead(ReadAgain):
     """``source`` (``("global", module dict, name)`` or ``("cell", cell)``) held ``value``."""
 
     source: tuple
@@ -31,13 +49,6 @@ class PlainRead:
 
     def now(self):
         return pystate.source_root(self.source)
-
-    def holds(self) -> bool:
-        now = self.now()
-        return now is self.value or pystate.same(self.value, now)
-
-    def failure(self) -> str:
-        return pystate.read_moved_text(self.label, self.value, self.now())
 
 
 def record(reads: dict, source: tuple, value, label: str) -> None:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from ..ir import Loc
 from . import code_reads
 from .context import unwrap
-from .loc import classify, in_stdlib
+from .loc import classify, in_stdlib, per_code
 from .scalars import TracedFloat
 from .tracer import Tracer
 
@@ -109,23 +109,14 @@ def watched(recorder):
         sys.settrace(None)
 
 
-_SCANNED: dict[int, tuple] = {}   # id(code) -> (code, its sites): a code object's own hash
-MAX_SCANNED = 8192                 # is computed from its contents on every call
-
-
+@per_code()
 def _sites(code) -> tuple[tuple, dict]:
     """The forms the code of a user frame has, each (kind, name or None, attr, line), and
     them by line."""
-    entry = _SCANNED.get(id(code))
-    if entry is not None and entry[0] is code:
-        return entry[1]
-    if len(_SCANNED) >= MAX_SCANNED:
-        _SCANNED.clear()
     sites = _scan(code)
     by_line: dict[int, list] = {}
     for site in sites:
         by_line.setdefault(site[3], []).append(site)
-    _SCANNED[id(code)] = (code, (sites, by_line))
     return sites, by_line
 
 
