@@ -207,8 +207,7 @@ def _runs(guards):
 def _explain_path(compiled, entry, cache) -> Explanation:
     graph = entry.pipeline.graph
     signature = ", ".join(f"{v.hint or '?'}: {v.type}" for v in entry.trace.graph.inputs)
-    result = Explanation(compiled.__qualname__, signature, "compiled",
-                         notes=tuple(entry.trace.notes), cache=cache)
+    result = Explanation(compiled.__qualname__, signature, "compiled", cache=cache)
     program = entry.program
     runs = set(getattr(program, "graph", graph).nodes)
     loops = _concat_loops(program)

@@ -10,7 +10,15 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir import Graph, TensorType, Var
-from . import attribute_reads, audit, capture_proxies, layouts, returned_containers, type_checks
+from . import (
+    attribute_reads,
+    audit,
+    capture_proxies,
+    layouts,
+    random_draws,
+    returned_containers,
+    type_checks,
+)
 from .captures import Capture, Roots
 from .containers import (
     detect_container_writes,
@@ -85,7 +93,6 @@ class Trace:
     out_leaves: tuple[OutputLeaf, ...]
     mutations: tuple[Mutation, ...]
     fallback: Fallback | None
-    notes: tuple[str, ...]
     guards: tuple[Guard, ...] = ()          # checked on replay; a mismatch: path not taken
     attr_writes: tuple[AttrWrite, ...] = ()  # attribute rebindings replayed after each call
     returns_containers: bool = False        # the caller's containers fill markers in results
@@ -143,22 +150,6 @@ def _check_caught(recorder) -> None:
                               f"a replay cannot tell when the except branch applies", loc)
 
 
-def _random_state_token():
-    """The legacy global RNG's state: np.random.* calls in the body change it (the calls are
-    Cython methods, invisible to a profile hook)."""
-    return np.random.get_state(legacy=False)["state"]["pos"], np.random.get_state()[1][:4]
-
-
-def _note_random(recorder, before) -> None:
-    after = _random_state_token()
-    if before[0] == after[0] and np.array_equal(before[1], after[1]):
-        return
-    consts = [c.description.split(" at ")[-1] for c in recorder.captures
-              if c.source[0] == "const"]
-    where = f" (constants used at {', '.join(consts)})" if consts else ""
-    recorder.note(f"np.random was called while tracing: its results are frozen at trace "
-                  f"time{where}")
-
 
 def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
           shapes_vary: bool = True) -> Trace:
@@ -174,7 +165,8 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
     proxy_args, proxy_kwargs = share_repeated(args, kwargs, *unflatten(
         treedef, [proxies.get(i, leaf) for i, leaf in enumerate(leaves)]))
-    random_before = _random_state_token()
+    recorder.draws.watch_globals()
+    recorder.draws.watch_roots(recorder.roots, leaves)
     before = snapshot(leaves, fn, hints)
     audited = audit.start(fn, leaves)
     recorder.audited = {id(array): (array, name, checksum) for array, name, checksum in audited}
@@ -208,7 +200,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
     detect_static_writes(recorder, statics)
     audit.check(audited, recorder, [array for *_, array in written(recorder, proxies)])
     _check_caught(recorder)
-    _note_random(recorder, random_before)
+    random_draws.settle(recorder)
     from .outputs import finish
     result = returned_containers.mark_held(returned_containers.mark(result, copied), held,
                                            recorder.roots, leaves)

@@ -48,8 +48,9 @@ _METHOD_BIT = sys.version_info >= (3, 12)   # LOAD_ATTR's low oparg bit: a metho
 class Places:
     """What ``entering`` noted in one trace: place -> (its read, whether code loads it)."""
 
-    def __init__(self):
+    def __init__(self, draws=None):
         self.found: dict = {}
+        self.draws = draws   # random_draws.Draws: the generators the code loads are watched
         self.seen: dict = {}   # (id(code), id(globals)) -> code: those looked at
 
 
@@ -73,6 +74,8 @@ def entering(frame, places: Places) -> None:
         name = module_globals.get("__name__")
         prefix = f"global {name}." if isinstance(name, str) else "global "
     for steps, stored in chains:
+        if places.draws is not None:   # ``RNG.normal(...)``, ``get_rng()``: ``random_draws``
+            places.draws.watch_source(("global", module_globals, steps[0]), prefix + steps[0])
         if real is not None and len(steps) == 1:
             continue
         try:

@@ -23,6 +23,7 @@ from ..located import at_frame
 from . import pystate
 from .captures import Capture, Roots, find_captures, path_key
 from .loc import current_loc, user_frames
+from .random_draws import Draws
 
 _active = threading.local()
 
@@ -85,7 +86,6 @@ class Recorder:
     raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
     written: dict = field(default_factory=dict)   # id(ndarray) -> (array, values after write)
     fallback: Fallback | None = None
-    notes: list = field(default_factory=list)
     guards: list = field(default_factory=list)    # GuardRecord, in recording order
     formatted: dict = field(default_factory=dict)  # id(str) -> (str made from a traced
     #                                                  value, the line that made it)
@@ -123,6 +123,7 @@ class Recorder:
     entered: set | None = None   # code objects the body's frames ran (type_checks.watched);
     #                              None where a debugger's trace function was there first
     code_places: object = None   # code_reads.Places: what the code the body ran read, stored
+    draws: Draws = field(default_factory=Draws)   # the random generators the body can reach
     stand_ins: dict = field(default_factory=dict)   # the other way round: id(the caller's) ->
     #                            the body's copy (``capture_proxies._Swaps.stand_in``)
 
@@ -312,10 +313,6 @@ class Recorder:
         self.set_fallback(pystate.STATE_CHANGED.format(watch.label,
                                                        pystate.change_text(old, new)),
                           None, retry=True)
-
-    def note(self, text: str) -> None:
-        if text not in self.notes:
-            self.notes.append(text)
 
     def check_type(self, concrete, var) -> bool:
         arr = np.asarray(concrete)

@@ -55,7 +55,7 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     inputs = list(recorder.inputs) + [c.var for c in recorder.captures]
     graph = Graph(recorder.name, inputs, recorder.nodes, outputs)
     return Trace(graph, concrete, arg_leaves, captures, out_treedef, out_leaves, mutations,
-                 recorder.fallback, tuple(recorder.notes), guards, attr_writes,
+                 recorder.fallback, guards, attr_writes,
                  watches=tuple(recorder.watches), leaf_names=tuple(recorder.leaf_names),
                  containers=containers)
 

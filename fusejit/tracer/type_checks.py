@@ -95,12 +95,14 @@ def watched(recorder):
         return within
 
     entered = recorder.entered = set()
-    places = recorder.code_places = code_reads.Places()
+    places = recorder.code_places = code_reads.Places(recorder.draws)
+    draws = recorder.draws
 
     def entering(frame, event, arg):
         code = frame.f_code
         entered.add(code)   # the attributes it reads: ``attribute_reads``
         code_reads.entering(frame, places)   # the plain values it reads: ``code_reads``
+        draws.frame_started(frame)   # fresh entropy: ``random_draws``
         return within if _sites(code)[0] else None
     sys.settrace(entering)
     try:
