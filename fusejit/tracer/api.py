@@ -150,7 +150,6 @@ def _check_caught(recorder) -> None:
                               f"a replay cannot tell when the except branch applies", loc)
 
 
-
 def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
           shapes_vary: bool = True) -> Trace:
     """``shapes_vary``: data-dependent shapes may differ between replays where nothing
