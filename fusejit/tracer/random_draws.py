@@ -26,6 +26,7 @@ stay constants. One seeded from the operating system's entropy (``default_rng()`
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import secrets
@@ -58,7 +59,8 @@ class Draws:
 
     def __init__(self):
         self.watched: dict = {}   # id(generator) -> (generator, state, label)
-        self.sources: dict = {}   # place key -> (source, label, leaves)
+        self.sources: dict = {}   # place key -> (source, label)
+        self.leaves: list = []    # the traced call's argument leaves (``leaf`` sources)
         self.entropy: str = ""    # what read fresh entropy, if anything did
 
     def watch(self, rng, label: str) -> None:
@@ -75,15 +77,16 @@ class Draws:
 
     def watch_roots(self, roots, leaves: list) -> None:
         """The generators within ``MAX_DEPTH`` steps of ``roots`` (``captures.Roots``)."""
+        self.leaves = leaves
         for source, label in roots.candidates:
-            self.watch_source(source, found_path(source, label, ())[2], leaves)
+            self.watch_source(source, found_path(source, label, ())[2])
 
-    def watch_source(self, source: tuple, label: str, leaves: list = ()) -> None:
+    def watch_source(self, source: tuple, label: str) -> None:
         """The generators below one root (``global rng``, ``closure rng``, ``self``)."""
         key = path_key(source, ())
         if key not in self.sources:
-            self.sources[key] = (source, label, leaves)
-            for found, path in _below(source, label, leaves):
+            self.sources[key] = (source, label)
+            for found, path in _below(source, label, self.leaves):
                 self.watch(found, path)
 
     def frame_started(self, frame) -> None:
@@ -99,9 +102,9 @@ class Draws:
         operating system's entropy."""
         moved = [label for rng, state, label in self.watched.values()
                  if not _same(state, state_of(rng))]
-        for source, label, leaves in list(self.sources.values()):
+        for source, label in list(self.sources.values()):
             moved += [f"{path} (made by the body and kept)" for found, path in
-                      _below(source, label, leaves) if id(found) not in self.watched]
+                      _below(source, label, self.leaves) if id(found) not in self.watched]
         if self.entropy:
             moved.append(f"the operating system's entropy, read by {self.entropy} (as a "
                          f"generator made without a seed does)")
@@ -171,17 +174,12 @@ def _inner(obj) -> list:
     bound method's object, a function's defaults and closure cells, an object's class."""
     cls = type(obj)
     if issubclass(cls, functools.partial):
-        return [(("attr", "func"), obj.func), *[(("item", i), a) for i, a in
-                                                enumerate(obj.args)],
-                *[(("item", k), v) for k, v in obj.keywords.items()]]
+        return [(("attr", "func"), obj.func), *_items(obj.args), *_items(obj.keywords)]
     if cls is types.MethodType:
         return [(("attr", "__self__"), obj.__self__), (("attr", "__func__"), obj.__func__)]
     if cls is types.FunctionType:
-        cells = [(("attr", name), cell.cell_contents) for name, cell in
-                 zip(obj.__code__.co_freevars, obj.__closure__ or (), strict=False)
-                 if _filled(cell)]
-        return [*[(("item", i), v) for i, v in enumerate(obj.__defaults__ or ())],
-                *[(("item", k), v) for k, v in (obj.__kwdefaults__ or {}).items()], *cells]
+        return [*_items(obj.__defaults__ or ()), *_items(obj.__kwdefaults__ or {}),
+                *_cells(obj)]
     found = _children(obj)
     if not issubclass(cls, (type, types.ModuleType, dict, *SEQUENCES)):
         found += [(("attr", k), v) for base in cls.__mro__ for k, v in vars(base).items()
@@ -189,11 +187,18 @@ def _inner(obj) -> list:
     return found
 
 
-def _filled(cell) -> bool:
-    try:
-        return cell.cell_contents is not _filled
-    except ValueError:   # a cell not yet bound
-        return False
+def _items(values) -> list:
+    pairs = values.items() if isinstance(values, dict) else enumerate(values)
+    return [(("item", k), v) for k, v in pairs]
+
+
+def _cells(fn) -> list:
+    """A function's closure cells that hold a value, by their names."""
+    found = []
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
+        with contextlib.suppress(ValueError):   # a cell not yet bound
+            found.append((("attr", name), cell.cell_contents))
+    return found
 
 
 def settle(recorder) -> None:
