@@ -14,6 +14,7 @@ view (a ``split`` or column slice of a matmul result: Numba types those ``A`` an
 vectorizes them, measured 10x slower). It checks those rows' strides first and returns False,
 having done nothing, when one is not unit; the caller then runs the *strided* variant
 (``strided_serial``/``strided_parallel``), which indexes every array through its strides.
+The row variant's loops over the last axis live in functions of their own (``outline``).
 
 Accumulators: f32 ``sum`` adds in f32 within blocks of 256 elements and in f64 across blocks,
 rounding once (``reductions``; as accurate as NumPy's pairwise f32 sum); ``prod`` runs in the
@@ -29,10 +30,12 @@ import numpy as np
 from ..ir import Graph, Lit, Node, Var, ops
 from . import reductions
 from .kernel import KernelPlan, plan_kernel
+from .outline import outline_rows
 from .prelude import LIMITED_NAMES, VECTOR_NAMES
 from .vecmath import VECMATH_SAFE_RANGE
 
 INDENT = "    "
+VECTOR_CALLS = frozenset(VECTOR_NAMES.values()) | frozenset(LIMITED_NAMES.values())
 DECORATOR = '@numba.njit(cache=True, error_model="numpy", fastmath=False{extra})'
 
 
@@ -60,7 +63,10 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
     # unit-stride are C-contiguous already, so they gain nothing from rows anyway.
     row_emitter = _Emitter(plan, body, rows=plan.reduce is not None or plan.rank > 1, over=over,
                            limited=limited)
-    row_lines = _loop_lines(row_emitter)
+    row_lines, row_loop = _loop_lines(row_emitter), []
+    if row_emitter.rows and not plan.zero_d and not limited:  # nbig: a parfor reduction
+        row_lines, row_loop = outline_rows(row_lines, params.split(", "), plan.rank - 1,
+                                           vector_bits, VECTOR_CALLS)
     strided_lines = _loop_lines(_Emitter(plan, body, rows=False, over=over))
     row_chunks = strided_chunks = None
     if plan.chunked:
@@ -76,7 +82,7 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
     if limited:  # an argument beyond vecmath's range: decline, the strided variant uses libm
         guard.append(f"{INDENT}nbig = 0")
         row_lines = row_lines + [f"{INDENT}if nbig:", f"{INDENT * 2}return False"]
-    text += _functions("kernel", params, guard + row_lines, plan, vector_bits,
+    text += row_loop + _functions("kernel", params, guard + row_lines, plan, vector_bits,
                        row_chunks and guard + row_chunks)
     text += _functions("strided", params, strided_lines, plan, vector_bits, strided_chunks)
     return "\n".join(text).rstrip() + "\n", plan

@@ -43,7 +43,11 @@ def test_every_function_and_prange_body_asks_for_the_width(monkeypatch):
     source, _ = kernel_source(softmax_node())
     lines = source.splitlines()
     defs = [k for k, line in enumerate(lines) if line.startswith("def ")]
-    assert len(defs) == 4 and all(lines[k + 1] == "    vector_width(512)" for k in defs)
+    # the exp pass's row loop (shared by the serial and parallel row variants), then the
+    # serial and parallel row and strided variants
+    assert len(defs) == 5 and all(lines[k + 1] == "    vector_width(512)" for k in defs)
+    assert lines[defs[0]].startswith("def row_loop0(") and lines[defs[0] + 2] == \
+        "    never_inline()"
     pranges = [k for k, line in enumerate(lines) if "numba.prange(" in line]
     assert len(pranges) == 2
     assert all(lines[k + 1].strip() == "vector_width(512)" for k in pranges)
