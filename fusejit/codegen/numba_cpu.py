@@ -14,7 +14,8 @@ view (a ``split`` or column slice of a matmul result: Numba types those ``A`` an
 vectorizes them, measured 10x slower). It checks those rows' strides first and returns False,
 having done nothing, when one is not unit; the caller then runs the *strided* variant
 (``strided_serial``/``strided_parallel``), which indexes every array through its strides.
-The row variant's loops over the last axis live in functions of their own (``outline``).
+Its loops over the last axis that call vector math also exist as functions of their own,
+which it calls for rows of 64 elements or more (``outline``).
 
 Accumulators: f32 ``sum`` adds in f32 within blocks of 256 elements and in f64 across blocks,
 rounding once (``reductions``; as accurate as NumPy's pairwise f32 sum); ``prod`` runs in the
@@ -30,7 +31,7 @@ import numpy as np
 from ..ir import Graph, Lit, Node, Var, ops
 from . import reductions
 from .kernel import KernelPlan, plan_kernel
-from .outline import outline_rows
+from .outline import RowLoop, outline_rows
 from .prelude import LIMITED_NAMES, VECTOR_NAMES
 from .vecmath import VECMATH_SAFE_RANGE
 
@@ -65,8 +66,9 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
                            limited=limited)
     row_lines, row_loop = _loop_lines(row_emitter), []
     if row_emitter.rows and not plan.zero_d and not limited:  # nbig: a parfor reduction
-        row_lines, row_loop = outline_rows(row_lines, params.split(", "), plan.rank - 1,
-                                           vector_bits, VECTOR_CALLS)
+        row_lines, loops = outline_rows(row_lines, params.split(", "), plan.rank - 1,
+                                        VECTOR_CALLS)
+        row_loop = [line for loop in loops for line in _row_function(loop, vector_bits)]
     strided_lines = _loop_lines(_Emitter(plan, body, rows=False, over=over))
     row_chunks = strided_chunks = None
     if plan.chunked:
@@ -120,6 +122,13 @@ def _functions(prefix: str, params: str, lines: list[str], plan: KernelPlan,
         text += _with_vector_width(body, vector_bits)
         text += [f"{INDENT}return True", "", ""]
     return text
+
+
+def _row_function(loop: RowLoop, vector_bits: int | None) -> list[str]:
+    """An outlined row loop (``outline``) as a function, which both row variants call."""
+    return [DECORATOR.format(extra=""), f"def {loop.name}({', '.join(loop.params)}):",
+            *_with_vector_width([line.replace("$RANGE", "range") for line in loop.body],
+                                vector_bits), "", ""]
 
 
 def _with_vector_width(lines: list[str], bits: int | None) -> list[str]:

@@ -19,60 +19,62 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from typing import NamedTuple
 
 INDENT = "    "
 # Shorter rows keep the loop inline: a call per row of 16 float32 (two vectors) made tanh over
 # 262144x16 take 4.5 ms instead of 3.1; at 64 and above the call is the faster.
 MIN_ROW = 64
-_DECORATOR = '@numba.njit(cache=True, error_model="numpy", fastmath=False)'
 _BOUND = re.compile(r"^\s*(?:for\s+(\w+)\s+in\b|(\w+)\s*\+?=)")
 
 
-def outline_rows(lines: list[str], params: list[str], dim: int, vector_bits: int | None,
-                 calls=frozenset()) -> tuple[list[str], list[str]]:
+class RowLoop(NamedTuple):
+    """One outlined loop: the function's name, its parameters, and its body (``never_inline``,
+    the loop, and the return of the accumulators), indented one level."""
+    name: str
+    params: list[str]
+    body: list[str]
+
+
+def outline_rows(lines: list[str], params: list[str], dim: int, calls: frozenset
+                 ) -> tuple[list[str], list[RowLoop]]:
     """(``lines`` with each outermost loop over ``i{dim}`` or ``j{dim}`` that calls one of
-    ``calls`` replaced by a call, the functions called: ``row_loop0``, ``row_loop1``, ...).
+    ``calls`` replaced by a call, the loops called: ``row_loop0``, ``row_loop1``, ...).
     A function takes the names its loop reads that are bound before it, and returns those it
     rebinds that are read after it (an accumulator), which the call binds again. Loops without
     such a call stay inline: they hold few constants, and each function outlined costs
     compile time (softmax's kernel 0.54 -> 0.80 s with all three passes outlined)."""
-    functions: list[str] = []
+    loops: list[RowLoop] = []
     out: list[str] = []
-    position = count = 0
+    position = 0
     while position < len(lines):
         end = _block_end(lines, position) if _loops_over(lines[position], dim) else None
         if end is None or not _calls(lines[position:end], calls):
             out.append(lines[position])
             position += 1
             continue
-        call, function = _outline(lines, position, end, params, f"row_loop{count}",
-                                  vector_bits)
-        count += 1
+        call, loop = _outline(lines, position, end, params, f"row_loop{len(loops)}")
         pad = lines[position][:_depth(lines[position])]
-        out += [f"{pad}if n{dim} >= {MIN_ROW}:", INDENT + call, f"{pad}else:"]
+        out += [f"{pad}if n{dim} >= {MIN_ROW}:", f"{pad}{INDENT}{call}", f"{pad}else:"]
         out += [INDENT + line for line in lines[position:end]]
-        functions += function
+        loops.append(loop)
         position = end
-    return out, functions
+    return out, loops
 
 
-def _outline(lines, start, end, params, name, vector_bits) -> tuple[str, list[str]]:
+def _outline(lines, start, end, params, name) -> tuple[str, RowLoop]:
+    """(the call, unindented, that replaces ``lines[start:end]``, the loop it calls)."""
     block, before, after = lines[start:end], lines[:start], lines[end:]
     reads, binds = _exposed(block)
     outside = set(params) | {bound for line in before for bound in _bound(line)}
     returns = sorted((var for var in binds & outside if _read_next(var, after)), key=_order)
     args = sorted((reads | set(returns)) & outside, key=_order)
-    pad = lines[start][:_depth(lines[start])]
-    call = f"{pad}{name}({', '.join(args)})"
+    call = f"{name}({', '.join(args)})"
     if returns:
-        call = f"{pad}{', '.join(returns)} = {call.lstrip()}"
-    body = textwrap.indent(textwrap.dedent("\n".join(block)), INDENT).splitlines()
-    width = [f"{INDENT}vector_width({vector_bits})"] if vector_bits is not None else []
-    width.append(f"{INDENT}never_inline()")
+        call = f"{', '.join(returns)} = {call}"
+    loop = textwrap.indent(textwrap.dedent("\n".join(block)), INDENT).splitlines()
     result = [f"{INDENT}return {', '.join(returns)}"] if returns else []
-    function = [_DECORATOR, f"def {name}({', '.join(args)}):", *width,
-                *[line.replace("$RANGE", "range") for line in body], *result, "", ""]
-    return call, function
+    return call, RowLoop(name, args, [f"{INDENT}never_inline()", *loop, *result])
 
 
 def _exposed(block: list[str]) -> tuple[set[str], set[str]]:

@@ -5,6 +5,7 @@ import pytest
 
 import fusejit
 from fusejit.codegen import build_kernel
+from fusejit.codegen.numba_cpu import _row_function
 from fusejit.codegen.outline import outline_rows
 
 ROW_PASSES = """\
@@ -24,8 +25,14 @@ PARAMS = ["n0", "n1", "in0", "out0"]
 VECTOR = {"exp_f32", "tanh_f32"}
 
 
+def outlined(lines, params, dim, calls, bits=None):
+    """(the kernel's lines, the row loops' functions as source lines)."""
+    lines, loops = outline_rows(lines, params, dim, calls)
+    return lines, [line for loop in loops for line in _row_function(loop, bits)]
+
+
 def test_a_loop_takes_what_it_reads_and_returns_the_accumulator_read_after_it():
-    lines, functions = outline_rows(ROW_PASSES, PARAMS, 1, None, VECTOR)
+    lines, functions = outlined(ROW_PASSES, PARAMS, 1, VECTOR)
     # rows shorter than MIN_ROW keep the loop as it was
     assert lines == [
         *ROW_PASSES[:3],
@@ -47,17 +54,17 @@ def test_a_loop_takes_what_it_reads_and_returns_the_accumulator_read_after_it():
 
 
 def test_the_width_is_asked_for_in_each_row_loop():
-    _, functions = outline_rows(ROW_PASSES, PARAMS, 1, 512, VECTOR)
+    _, functions = outlined(ROW_PASSES, PARAMS, 1, VECTOR, 512)
     assert functions.count("    vector_width(512)") == 2
 
 
 def test_loops_over_other_dims_stay_inline():
-    lines, functions = outline_rows(ROW_PASSES, PARAMS, 2, None, VECTOR)
+    lines, functions = outlined(ROW_PASSES, PARAMS, 2, VECTOR)
     assert lines == ROW_PASSES and functions == []
 
 
 def test_a_loop_without_vector_math_stays_inline():
-    lines, functions = outline_rows(ROW_PASSES, PARAMS, 1, None, {"tanh_f32"})
+    lines, functions = outlined(ROW_PASSES, PARAMS, 1, {"tanh_f32"})
     assert lines[:8] == ROW_PASSES[:8]
     assert lines[8:10] == ["        if n1 >= 64:", "            row_loop0(n1, r_in0, r_out0, v0)"]
     assert functions.count("    never_inline()") == 1
@@ -71,7 +78,7 @@ def test_a_name_bound_under_a_branch_is_still_read_from_outside():
              "                y = exp_f32(np.float32(1))",
              "            out0[i0, i1] = y",
              "        out1[i0] = y"]
-    lines, functions = outline_rows(block, ["n0", "n1", "out0", "out1"], 1, None, VECTOR)
+    lines, functions = outlined(block, ["n0", "n1", "out0", "out1"], 1, VECTOR)
     assert lines[3] == "            y = row_loop0(n1, i0, out0, y)"
     assert "    return y" in functions
 
