@@ -13,6 +13,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Var, ops
 from . import reductions, relayout
+from .outline import MIN_ROW
 from .placement import MIN_BYTES, empty_apart
 from .work import runs_parallel
 
@@ -222,8 +223,8 @@ class CompiledKernel:
         self._allocs = tuple((padded, dtype) for padded, _, dtype in self._out_specs)
         self._zero_d_out = any(not shape for _, shape, _ in self._out_specs)
         self.in_place = dict(in_place)   # output position -> input position
-        serial = module.kernel_serial
-        parallel = one_at_a_time(module.kernel_parallel, serial)
+        serial, parallel = _row_variants(module, plan, self.sizes)
+        parallel = one_at_a_time(parallel, serial)
         self._variants = {
             False: (serial, self._declined(serial, module.strided_serial, _COPY[False])),
             True: (parallel, self._declined(parallel, one_at_a_time(
@@ -294,6 +295,15 @@ class CompiledKernel:
         checked with one comparison, the sizes literals, the variant chosen once. Arguments it
         does not expect (a 0-d input, ``out`` as a list) take ``__call__``'s general path."""
         return _specialize(self)
+
+
+def _row_variants(module, plan: KernelPlan, sizes: tuple[int, ...]) -> tuple:
+    """The serial and parallel row variants for ``sizes``: where the module outlines its row
+    loops (``outline``), ``short_*`` for rows shorter than ``MIN_ROW``, which run the loops
+    inline (a call per short row costs more than its loop); Numba compiles only those called."""
+    if hasattr(module, "short_serial") and sizes[plan.rank - 1] < MIN_ROW:
+        return module.short_serial, module.short_parallel
+    return module.kernel_serial, module.kernel_parallel
 
 
 # Held while a prange variant runs. Numba's workqueue threading layer (its default where

@@ -14,8 +14,9 @@ view (a ``split`` or column slice of a matmul result: Numba types those ``A`` an
 vectorizes them, measured 10x slower). It checks those rows' strides first and returns False,
 having done nothing, when one is not unit; the caller then runs the *strided* variant
 (``strided_serial``/``strided_parallel``), which indexes every array through its strides.
-Its loops over the last axis that call vector math also exist as functions of their own,
-which it calls for rows of 64 elements or more (``outline``).
+Its loops over the last axis that call vector math are functions of their own, called per
+row (``outline``); such a module also has ``short_serial``/``short_parallel``, the row
+variants with the loops inline, which rows of fewer than 64 elements run.
 
 Accumulators: f32 ``sum`` adds in f32 within blocks of 256 elements and in f64 across blocks,
 rounding once (``reductions``; as accurate as NumPy's pairwise f32 sum); ``prod`` runs in the
@@ -64,11 +65,10 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
     # unit-stride are C-contiguous already, so they gain nothing from rows anyway.
     row_emitter = _Emitter(plan, body, rows=plan.reduce is not None or plan.rank > 1, over=over,
                            limited=limited)
-    row_lines, row_loop = _loop_lines(row_emitter), []
+    row_lines, outlined, loops = _loop_lines(row_emitter), None, []
     if row_emitter.rows and not plan.zero_d and not limited:  # nbig: a parfor reduction
-        row_lines, loops = outline_rows(row_lines, params.split(", "), plan.rank - 1,
-                                        VECTOR_CALLS)
-        row_loop = [line for loop in loops for line in _row_function(loop, vector_bits)]
+        outlined, loops = outline_rows(row_lines, params.split(", "), plan.rank - 1,
+                                       VECTOR_CALLS)
     strided_lines = _loop_lines(_Emitter(plan, body, rows=False, over=over))
     row_chunks = strided_chunks = None
     if plan.chunked:
@@ -84,8 +84,13 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
     if limited:  # an argument beyond vecmath's range: decline, the strided variant uses libm
         guard.append(f"{INDENT}nbig = 0")
         row_lines = row_lines + [f"{INDENT}if nbig:", f"{INDENT * 2}return False"]
-    text += row_loop + _functions("kernel", params, guard + row_lines, plan, vector_bits,
-                       row_chunks and guard + row_chunks)
+    chunks = row_chunks and guard + row_chunks
+    if loops:  # rows shorter than MIN_ROW run the loops inline, in ``short_*``
+        text += [line for loop in loops for line in _row_function(loop, vector_bits)]
+        text += _functions("kernel", params, guard + outlined, plan, vector_bits, chunks)
+        text += _functions("short", params, guard + row_lines, plan, vector_bits, chunks)
+    else:
+        text += _functions("kernel", params, guard + row_lines, plan, vector_bits, chunks)
     text += _functions("strided", params, strided_lines, plan, vector_bits, strided_chunks)
     return "\n".join(text).rstrip() + "\n", plan
 

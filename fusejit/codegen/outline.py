@@ -1,4 +1,4 @@
-"""Row loops that call vector math, each also moved into a function of its own.
+"""Row loops that call vector math, each moved into a function of its own.
 
 LLVM hoists a loop's constants (the coefficients of an inlined exp or tanh) out of it, into
 vector registers. Inside a nest of loops they are hoisted out of the outer loop too, and where
@@ -9,10 +9,9 @@ them once and reads them as memory operands of the arithmetic instead. Measured 
 EPYC at 4096x1024 float32, the parallel kernel alone: tanh-GELU and the 8-op chain 1.2-1.35x
 faster, serial kernels 20-25% (docs/backends.md, Row loops).
 
-The kernels keep building each row (``crow``) and call ``row_loop<k>`` for rows of
-``MIN_ROW`` elements or more, with the rows, sizes, outer indices and values its loop reads;
-shorter rows run the loop inline. Numba compiles each function once for the serial and the
-parallel variant.
+The row variants keep building each row (``crow``) and call ``row_loop<k>`` with the rows,
+sizes, outer indices and values its loop reads. Rows shorter than ``MIN_ROW`` elements run the
+``short_*`` variants instead, which keep every loop inline (``kernel._row_variants``).
 """
 from __future__ import annotations
 
@@ -22,8 +21,9 @@ import textwrap
 from typing import NamedTuple
 
 INDENT = "    "
-# Shorter rows keep the loop inline: a call per row of 16 float32 (two vectors) made tanh over
-# 262144x16 take 4.5 ms instead of 3.1; at 64 and above the call is the faster.
+# Shorter rows run the variants with the loops inline: a call per row of 16 float32 (two
+# vectors) made tanh over 262144x16 take 4.5 ms instead of 3.1; at 64 and above the call is
+# the faster.
 MIN_ROW = 64
 _BOUND = re.compile(r"^\s*(?:for\s+(\w+)\s+in\b|(\w+)\s*\+?=)")
 
@@ -54,9 +54,7 @@ def outline_rows(lines: list[str], params: list[str], dim: int, calls: frozenset
             position += 1
             continue
         call, loop = _outline(lines, position, end, params, f"row_loop{len(loops)}")
-        pad = lines[position][:_depth(lines[position])]
-        out += [f"{pad}if n{dim} >= {MIN_ROW}:", f"{pad}{INDENT}{call}", f"{pad}else:"]
-        out += [INDENT + line for line in lines[position:end]]
+        out.append(lines[position][:_depth(lines[position])] + call)
         loops.append(loop)
         position = end
     return out, loops

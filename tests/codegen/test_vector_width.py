@@ -44,12 +44,12 @@ def test_every_function_and_prange_body_asks_for_the_width(monkeypatch):
     lines = source.splitlines()
     defs = [k for k, line in enumerate(lines) if line.startswith("def ")]
     # the exp pass's row loop (shared by the serial and parallel row variants), then the
-    # serial and parallel row and strided variants
-    assert len(defs) == 5 and all(lines[k + 1] == "    vector_width(512)" for k in defs)
+    # serial and parallel row variants, those for short rows, and the strided ones
+    assert len(defs) == 7 and all(lines[k + 1] == "    vector_width(512)" for k in defs)
     assert lines[defs[0]].startswith("def row_loop0(") and lines[defs[0] + 2] == \
         "    never_inline()"
     pranges = [k for k, line in enumerate(lines) if "numba.prange(" in line]
-    assert len(pranges) == 2
+    assert len(pranges) == 3
     assert all(lines[k + 1].strip() == "vector_width(512)" for k in pranges)
     x = np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32)
     e = np.exp(x - x.max(axis=1, keepdims=True))
