@@ -87,10 +87,9 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
     chunks = row_chunks and guard + row_chunks
     if loops:  # rows shorter than MIN_ROW run the loops inline, in ``short_*``
         text += [line for loop in loops for line in _row_function(loop, vector_bits)]
-        text += _functions("kernel", params, guard + outlined, plan, vector_bits, chunks)
         text += _functions("short", params, guard + row_lines, plan, vector_bits, chunks)
-    else:
-        text += _functions("kernel", params, guard + row_lines, plan, vector_bits, chunks)
+    text += _functions("kernel", params, guard + (outlined if loops else row_lines), plan,
+                       vector_bits, chunks)
     text += _functions("strided", params, strided_lines, plan, vector_bits, strided_chunks)
     return "\n".join(text).rstrip() + "\n", plan
 
