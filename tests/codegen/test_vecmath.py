@@ -157,6 +157,13 @@ def test_edge_cases_named_in_the_design(dtype):
         assert np.signbit(one(name, -0.0)), name
 
 
+def test_float32_tanh_returns_the_nan_it_is_given():
+    # no NaN select: the NaN passes the clamp and the arithmetic, quieted, its sign restored
+    bits = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFA5A5A5], np.uint32)
+    got = _run("tanh", bits.view(np.float32)).view(np.uint32)
+    np.testing.assert_array_equal(got, bits | np.uint32(0x00400000))
+
+
 def _around(edges) -> np.ndarray:
     """The 8192 float32 values nearest each edge (4096 bit patterns either side)."""
     around = [np.arange(-4096, 4096, dtype=np.int64) + np.array([e], np.float32).view(np.int32)
