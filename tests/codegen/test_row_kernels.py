@@ -108,8 +108,9 @@ def test_row_kernel_source_makes_passes_over_each_row():
                if n.op == "fused"]
     source = build_kernel(node).source
     assert "# loops: i0 | i1 x3" in source
-    # 3 passes, serial and parallel, in three variants: rows with the exp pass (its float32
-    # sum in blocks) a function of its own, rows under 64 with it inline, strided (``outline``)
+    # 3 passes, serial and parallel, in three variants (``outline``): rows calling the exp
+    # pass (whose float32 sum adds in blocks) as a function of its own; rows under 64 with
+    # that pass inline; strided
     assert source.count("def ") == 7
     assert source.count("for i1 in range(n1):") == 2 * 2 * 3
     assert source.count("for j1 in range(0, n1, 256):") == 1 + 2 * 2

@@ -43,8 +43,8 @@ def test_every_function_and_prange_body_asks_for_the_width(monkeypatch):
     source, _ = kernel_source(softmax_node())
     lines = source.splitlines()
     defs = [k for k, line in enumerate(lines) if line.startswith("def ")]
-    # the exp pass's row loop (shared by the serial and parallel row variants), then the
-    # serial and parallel row variants, those for short rows, and the strided ones
+    # the exp pass's row loop (called by the serial and parallel row variants), then the
+    # serial and parallel variants for short rows, the row variants, and the strided ones
     assert len(defs) == 7 and all(lines[k + 1] == "    vector_width(512)" for k in defs)
     assert lines[defs[0]].startswith("def row_loop0(") and lines[defs[0] + 2] == \
         "    never_inline()"
