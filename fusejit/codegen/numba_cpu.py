@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from ..ir import Graph, Lit, Node, Var, ops
-from . import reductions
+from . import interleave, reductions
 from .kernel import KernelPlan, plan_kernel
 from .outline import RowLoop, outline_rows
 from .prelude import LIMITED_NAMES, VECTOR_NAMES
@@ -76,7 +76,8 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
         strided_chunks = _loop_lines(_Emitter(plan, body, rows=False, over=over), chunked=True)
     if not row_emitter.row_arrays and not limited:  # no row, no vector sin: one variant
         text += _functions("kernel", params, strided_lines, plan, vector_bits, strided_chunks)
-        return "\n".join(text + _aliases("strided", "kernel")).rstrip() + "\n", plan
+        text += _aliases("strided", "kernel") + _interleave_lines(plan, body)
+        return "\n".join(text).rstrip() + "\n", plan
     guard = []
     if row_emitter.row_arrays:
         checks = " and ".join(f"unit_row({name})" for name in sorted(row_emitter.row_arrays))
@@ -91,7 +92,12 @@ def generate_source(body: Graph, in_place=(), vector_bits: int | None = None
     text += _functions("kernel", params, guard + (outlined if loops else row_lines), plan,
                        vector_bits, chunks)
     text += _functions("strided", params, strided_lines, plan, vector_bits, strided_chunks)
+    text += _interleave_lines(plan, body)
     return "\n".join(text).rstrip() + "\n", plan
+
+
+def _interleave_lines(plan: KernelPlan, body: Graph) -> list[str]:
+    return interleave.source_lines(interleave.ways_for(body, plan.reduce is not None))
 
 
 def _stores_after_last_read(plan: KernelPlan, body: Graph, over: dict[int, int],

@@ -19,6 +19,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
+from .interleave import interleave_loops
 from .vecmath import VECMATH, VECMATH_SAFE_RANGE
 
 # Vectorizable float32/float64 versions (``exp_f32``...), picked by the codegen per dtype.
@@ -33,7 +34,7 @@ globals().update({name: VECMATH[key] for names in (VECTOR_NAMES, LIMITED_NAMES)
 __all__ = sorted(VECTOR_NAMES.values()) + sorted(LIMITED_NAMES.values()) + [
     "arctan", "arctan2", "ceil", "cos", "cosh", "crow", "erf", "exp", "expm1", "fclamp_hi",
     "fclamp_lo", "ffloordiv", "ffmax", "ffmin", "floor", "fmaximum", "fminimum", "fmod_py",
-    "fsign", "ifloordiv", "imod",
+    "fsign", "ifloordiv", "imod", "interleave_loops",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "never_inline",
     "np", "numba", "prefetch_row", "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid",
     "sin", "sinh", "sqrt", "tan", "tanh", "unit_row", "vector_width",
