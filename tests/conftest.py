@@ -8,6 +8,7 @@ new examples; the fuzzer's long profile always does (``tests/fuzz/README.md``).
 import os
 import tempfile
 
+import pytest
 from hypothesis import settings
 
 os.environ.setdefault("FUSEJIT_STRICT", "1")
@@ -18,3 +19,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):   # parallel workers (bench/gpu.py): a
 settings.register_profile("fusejit-tests", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile("fusejit-tests")   # --hypothesis-profile, read later, overrides it
+
+from fusejit.passes import fusion_rules  # noqa: E402  (after the environment above)
+
+
+@pytest.fixture(autouse=True)
+def _libm_ops_fuse_on_every_host(monkeypatch):
+    """Ops that NumPy runs with AVX-512 loops where it has them (``fusion_rules.
+    numpy_simd_loops``) fuse into kernels in every test, whatever the host: golden IR, kernel
+    counts and explain text are the same on every machine, and the kernels' templates for
+    those ops meet NumPy in the differential tests. Tests of the AVX-512 choice set it."""
+    monkeypatch.setattr(fusion_rules, "SIMD_IN_NUMPY", {})

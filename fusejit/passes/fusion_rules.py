@@ -2,6 +2,7 @@
 dependency check that keeps the kernel graph acyclic, scheduling and building ``fused`` nodes."""
 from __future__ import annotations
 
+import platform
 import re
 from dataclasses import dataclass, field
 
@@ -102,19 +103,41 @@ def template_dtype(node: Node):
 
 
 # On the CPU a kernel computes these with one scalar libm call per element (``vecmath`` has no
-# vectorizable version), while NumPy's own loops for them are SIMD. Measured over 2M elements on
-# Zen 4 (AVX-512), a one-op kernel ran slower than the NumPy ufunc by 7x (float32 sin, cos),
-# 8-20x (float32 sinh, cosh, tan, arctan, arctan2, log10), 4x (float32 log2, power) and 2-6x
-# (the float64 ones). Left out of kernels they run as NumPy's ufunc, never slower than eager,
-# at the price of one pass over memory. float64 sin and cos are not listed: NumPy's loops for
-# them are scalar libm (17 ns per element), and an elementwise kernel runs vecmath's (1.4 ns,
-# falling back to libm past |x| = 2**26). float32 sin and cos stay with NumPy's SIMD loops
-# (0.5-0.8 ns per element against 1.2 for vecmath's, which evaluates them in float64).
-SIMD_IN_NUMPY = {
+# vectorizable version), while NumPy has SIMD loops for them where it dispatches its AVX-512
+# ones (SVML). Measured over 2M elements on Zen 4 (AVX-512), a one-op kernel ran slower than
+# the NumPy ufunc by 7x (float32 sin, cos), 8-20x (float32 sinh, cosh, tan, arctan, arctan2,
+# log10), 4x (float32 log2, power) and 2-6x (the float64 ones). Left out of kernels they run as
+# NumPy's ufunc, never slower than eager, at the price of one pass over memory. float64 sin
+# and cos are not listed: NumPy's loops for them are scalar libm (17 ns per element), and an
+# elementwise kernel runs vecmath's (1.4 ns, falling back to libm past |x| = 2**26). float32
+# sin and cos stay with NumPy's AVX-512 loops (0.5-0.8 ns per element against 1.2 for
+# vecmath's, which evaluates them in float64).
+NUMPY_AVX512_LOOPS = {
     **{op: ("float32", "float64") for op in (
         "tan", "sinh", "cosh", "arctan", "arctan2", "log2", "log10", "pow")},
     "sin": ("float32",), "cos": ("float32",),
 }
+
+
+def numpy_simd_loops(cpu_features: dict, machine: str) -> dict:
+    """The ops NumPy runs faster than a kernel on this machine: ``NUMPY_AVX512_LOOPS`` where
+    NumPy dispatches its AVX-512 loops, none on an x86 CPU without them (there NumPy's loops
+    for these ops are scalar libm, or float32 sin/cos at 1.9 ns per element: on the AVX2 EPYC,
+    2M float32/float64 elements, ``op(x) + 1`` fused ran 1.4x (float32 sin, cos), 1.1x (float32
+    log10) and 1.6-2.3x (the rest) faster than the NumPy ufunc plus a kernel), and the table
+    elsewhere (not measured: NumPy's ufunc is never slower than eager)."""
+    x86 = machine.lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+    if x86 and not cpu_features.get("AVX512_SKX", False):
+        return {}
+    return NUMPY_AVX512_LOOPS
+
+
+def _host_simd_loops() -> dict:
+    from numpy._core._multiarray_umath import __cpu_features__
+    return numpy_simd_loops(__cpu_features__, platform.machine())
+
+
+SIMD_IN_NUMPY = _host_simd_loops()
 
 
 # A kernel holding just an argmax/argmin, over 2048x1024 on Zen 4 (AVX-512), against NumPy's

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusejit.ir import Graph, Lit, Loc, Node, TensorType, Var, interpret, ops, verify
+from fusejit.passes import fusion_rules
 from fusejit.passes.fuse import MAX_KERNEL_OPS, SIZE_LIMIT, fuse, kernel_cost
-from fusejit.passes.fusion_rules import FULL_EXTENT, SIMD_IN_NUMPY
+from fusejit.passes.fusion_rules import FULL_EXTENT, NUMPY_AVX512_LOOPS, numpy_simd_loops
 from tests.strategies import graphs, inputs_for
 
 F32 = np.dtype(np.float32)
@@ -261,7 +262,13 @@ def _sin_between_kernels(dtype):
     return b.graph(out)
 
 
-def test_cpu_leaves_float32_sin_to_numpys_simd_loop():
+@pytest.fixture
+def numpy_avx512(monkeypatch):
+    """A machine where NumPy dispatches its AVX-512 loops."""
+    monkeypatch.setattr(fusion_rules, "SIMD_IN_NUMPY", NUMPY_AVX512_LOOPS)
+
+
+def test_cpu_leaves_float32_sin_to_numpys_simd_loop(numpy_avx512):
     graph = _sin_between_kernels(np.float32)
     result = fuse(graph, target="cpu")
     assert [n.op for n in result.graph.nodes] == ["fused", "sin", "fused"]
@@ -272,12 +279,22 @@ def test_cpu_leaves_float32_sin_to_numpys_simd_loop():
 
 
 @pytest.mark.parametrize("dtype, target", [(np.float64, "cpu"), (np.float32, "cuda")])
-def test_sin_fuses_where_a_kernel_runs_it_as_fast(dtype, target):
+def test_sin_fuses_where_a_kernel_runs_it_as_fast(dtype, target, numpy_avx512):
     # float64: NumPy's sin loop is scalar too; CUDA: the device's sin is not libm.
     graph = _sin_between_kernels(dtype)
     result = fuse(graph, target=target)
     (kernel,) = result.graph.nodes
     assert [n.op for n in kernel.attr["body"].nodes] == ["mul", "sin", "add"]
+
+
+def test_float32_sin_fuses_on_x86_where_numpy_has_no_avx512_loops(monkeypatch):
+    monkeypatch.setattr(fusion_rules, "SIMD_IN_NUMPY", {})
+    graph = _sin_between_kernels(np.float32)
+    result = fuse(graph, target="cpu")
+    (kernel,) = result.graph.nodes
+    assert [n.op for n in kernel.attr["body"].nodes] == ["mul", "sin", "add"]
+    assert not [r for r in result.stats["refusals"] if r.op == "sin"]
+    check_same(graph, result.graph, rand(4, 8))
 
 
 def _arg_reduction(op, dtype, axes, prologue=False, cast_after=False):
@@ -313,8 +330,15 @@ def test_arg_reductions_a_kernel_runs_faster_stay_kernels(dtype, axes, prologue,
     check_same(graph, result.graph, rand(4, 8).astype(dtype))
 
 
+def test_numpys_loops_are_preferred_only_where_it_has_avx512_ones():
+    assert numpy_simd_loops({"AVX2": True, "AVX512_SKX": True}, "x86_64") == NUMPY_AVX512_LOOPS
+    assert numpy_simd_loops({"AVX2": True, "AVX512_SKX": False}, "x86_64") == {}
+    assert numpy_simd_loops({"AVX2": True}, "AMD64") == {}
+    assert numpy_simd_loops({"ASIMD": True}, "aarch64") == NUMPY_AVX512_LOOPS   # not measured
+
+
 def test_simd_table_names_only_elementwise_float_ops():
-    for op, dtypes in SIMD_IN_NUMPY.items():
+    for op, dtypes in NUMPY_AVX512_LOOPS.items():
         assert ops.get(op).kind == ops.ELEMENTWISE
         assert set(dtypes) <= {"float32", "float64"}
 
