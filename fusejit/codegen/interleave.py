@@ -33,11 +33,11 @@ import contextlib
 import functools
 
 import llvmlite.binding as llvm
-import numpy as np
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
 
 from ..ir import Graph
+from .work import wide
 
 WAYS = 4
 ALWAYS = frozenset({"tanh", "sigmoid"})
@@ -52,10 +52,10 @@ def ways_for(body: Graph, has_reduction: bool) -> int:
     """How many ways the kernel's loops interleave: ``WAYS``, or 0 to leave it to LLVM."""
     if has_reduction:
         return 0
-    ops = {(node.op, _wide(node)) for node in body.nodes}
+    ops = {(node.op, wide(node.outputs[0].type.dtype)) for node in body.nodes}
     if any(op in NEVER for op, _ in ops):
         return 0
-    wanted = any(op in ALWAYS or (op in WIDE_ONLY and wide) for op, wide in ops)
+    wanted = any(op in ALWAYS or (op in WIDE_ONLY and eight) for op, eight in ops)
     return WAYS if wanted else 0
 
 
@@ -71,7 +71,7 @@ def source_lines(ways: int) -> list[str]:
 def interleave_loops(ways: int, namespace: dict) -> None:
     """Makes every Numba function defined in ``namespace`` (a generated module's globals,
     not what it imported) compile with its loops interleaved ``ways`` ways."""
-    for value in list(namespace.values()):
+    for value in namespace.values():
         if (isinstance(value, Dispatcher) and value.py_func.__globals__ is namespace
                 and not getattr(value, "_fusejit_ways", 0)):
             value.compile = functools.partial(_compile, value.compile, ways)
@@ -98,7 +98,3 @@ def interleaved(ways: int):
             _depth -= 1
             if _depth == 0:
                 llvm.set_option("fusejit", _OPTION.format(0))
-
-
-def _wide(node) -> bool:
-    return np.dtype(node.outputs[0].type.dtype).itemsize == 8

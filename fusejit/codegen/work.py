@@ -60,7 +60,7 @@ def serial_ns(plan, body: Graph) -> float:
     reads = 1 + (plan.passes - 1) / 2
     for var in (*body.inputs, *body.outputs):
         if int(np.prod(var.type.shape)) == elements:
-            per_element += MEMORY_NS[_wide(var.type.dtype)] * (reads if var in body.inputs else 1)
+            per_element += MEMORY_NS[wide(var.type.dtype)] * (reads if var in body.inputs else 1)
     return per_element * elements
 
 
@@ -69,9 +69,9 @@ def runs_parallel(plan, body: Graph) -> bool:
 
 
 def _op_ns(op: str, dtype) -> float:
-    return OP_NS.get(op, ARITHMETIC_NS)[_wide(dtype)]
+    return OP_NS.get(op, ARITHMETIC_NS)[wide(dtype)]
 
 
-def _wide(dtype) -> int:
+def wide(dtype) -> int:
     """0 for 4-byte (or narrower) elements, 1 for 8-byte ones."""
     return int(dtype is not None and np.dtype(dtype).itemsize > 4)
