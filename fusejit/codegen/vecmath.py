@@ -576,6 +576,14 @@ def _exp_f32_scalef(x):
 
 
 _exp_f32_native = _exp_f32_scalef if _HAS_SCALEF else _exp_f32_bits
+
+
+@_inline
+def _exp_f32_normal(x):
+    # exp for an x that is not NaN and whose exp is a normal float32 (|x| < 87): the same
+    # reduction and polynomial without exp's clamps, selects and rounding scale; 2**k is exact.
+    shifted, k, r = _reduce_ln2_f32(x)
+    return (_F32_ONE + _fma(r * r, _horner(r, _F32_EXP_TAIL), r)) * _pow2_shifted_f32(shifted)
 _scale_exp_f32 = _ldexp_shifted_f32 if _HAS_SCALEF else _scale_f32
 
 
@@ -689,7 +697,7 @@ def _erf_f32_native(x):
     t = _clamp_f32(ax, _F32_ONE, _F32_ERF_ONE_AT)
     hi = t * t
     lo = _fma(t, t, -hi)
-    e = _exp_f32_native(-hi) * (_F32_ONE - lo)
+    e = _exp_f32_normal(-hi) * (_F32_ONE - lo)
     erfc = e * _horner((t - _F32_ERF_MID) * _F32_ERF_HALF_SPAN, _F32_ERFCX_1_4)
     large = _F32_ONE - erfc
     large = _F32_ONE if ax >= _F32_ERF_ONE_AT else large

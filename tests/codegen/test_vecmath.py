@@ -194,6 +194,17 @@ def test_float32_exp_dense_where_the_scaling_switches(form):
     assert check("exp", inputs, getattr(vecmath, form)) <= MAX_ULP
 
 
+
+def test_float32_exp_without_its_edge_cases_is_exp_where_the_result_is_normal():
+    # erf's exp(-x*x), x in [1, 4], skips the clamps, selects and rounding scale: the same bits
+    # as exp on every 31st float32 in [-87, 88] (every result normal, 2**k exact).
+    lo, hi = np.array([-87.0, 88.0], np.float32).view(np.uint32)
+    negative = np.arange(0x80000000, lo + 1, 31, dtype=np.uint32)
+    positive = np.arange(0, hi + 1, 31, dtype=np.uint32)
+    x = np.concatenate([negative, positive]).view(np.float32)
+    np.testing.assert_array_equal(_run("exp", x, vecmath._exp_f32_normal), _run("exp", x))
+
+
 @functools.cache
 def _scaling_loop(scale):
     @numba.njit(error_model="numpy")
