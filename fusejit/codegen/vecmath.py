@@ -576,15 +576,15 @@ def _exp_f32_scalef(x):
 
 
 _exp_f32_native = _exp_f32_scalef if _HAS_SCALEF else _exp_f32_bits
+_scale_exp_f32 = _ldexp_shifted_f32 if _HAS_SCALEF else _scale_f32
 
 
 @_inline
 def _exp_f32_normal(x):
     # exp for an x that is not NaN and whose exp is a normal float32 (|x| < 87): the same
     # reduction and polynomial without exp's clamps, selects and rounding scale; 2**k is exact.
-    shifted, k, r = _reduce_ln2_f32(x)
+    shifted, _, r = _reduce_ln2_f32(x)
     return (_F32_ONE + _fma(r * r, _horner(r, _F32_EXP_TAIL), r)) * _pow2_shifted_f32(shifted)
-_scale_exp_f32 = _ldexp_shifted_f32 if _HAS_SCALEF else _scale_f32
 
 
 @_inline

@@ -194,7 +194,6 @@ def test_float32_exp_dense_where_the_scaling_switches(form):
     assert check("exp", inputs, getattr(vecmath, form)) <= MAX_ULP
 
 
-
 def test_float32_exp_without_its_edge_cases_is_exp_where_the_result_is_normal():
     # erf's exp(-x*x), x in [1, 4], skips the clamps, selects and rounding scale: the same bits
     # as exp on every 31st float32 in [-87, 88] (every result normal, 2**k exact).
