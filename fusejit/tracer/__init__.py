@@ -1,5 +1,5 @@
 """Record a NumPy function call into an IR Graph: eager execution on ``Tracer`` proxies."""
-from . import comparisons, einsum, functions, operators, reductions  # noqa: F401  (register handlers)
+from . import comparisons, einsum, functions, inplace_calls, operators, reductions  # noqa: F401  (register handlers)
 from .api import Mutation, OutputLeaf, Trace, trace
 from .captures import Capture
 from .context import Fallback

@@ -27,7 +27,12 @@ DENYLIST_MODULES = ("numpy.random", "numpy.lib.npyio", "numpy.lib._npyio_impl", 
 DENYLIST = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "loadtxt",
                       "genfromtxt", "fromfile", "tofile", "memmap", "frombuffer", "asarray",
                       "asanyarray", "array", "ascontiguousarray", "shares_memory",
-                      "may_share_memory", "copyto", "put", "place", "putmask", "fill_diagonal"})
+                      "may_share_memory"})
+# traced by their own handlers (inplace_calls.py, np.copyto's); a host op, which returns what
+# it computes, would lose the write (where their operands' shapes depend on the data)
+WRITES_IN_PLACE = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal",
+                             "put_along_axis"})
+WRITES_DYNAMIC = "{} writes into an array whose shape depends on the data"
 DATA_DEPENDENT = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "unique_values",
                             "unique_counts", "unique_inverse", "unique_all", "extract",
                             "compress", "trim_zeros", "where", "getitem", "setdiff1d",
@@ -41,6 +46,8 @@ def refusal(fn, name: str) -> str | None:
     short = getattr(fn, "__name__", name)
     if module.startswith(DENYLIST_MODULES) or short in DENYLIST:
         return f"{name} cannot be replayed (I/O, randomness or raw memory)"
+    if short in WRITES_IN_PLACE:
+        return WRITES_DYNAMIC.format(name)
     return None
 
 
@@ -87,10 +94,10 @@ class _Template:
         return item._guard() if isinstance(item, TracedFloat) else float.__float__(item)
 
 
-def _results(concrete):
+def _results(concrete, name):
     results = tuple(concrete) if isinstance(concrete, (tuple, list)) else (concrete,)
     if not results or not all(isinstance(r, (np.ndarray, np.generic)) for r in results):
-        raise EagerFallback("host call returning something other than arrays")
+        raise EagerFallback(f"host call {name} returned {type(concrete).__name__}, not arrays")
     for r in results:
         if type(r) is not np.ndarray and not isinstance(r, np.generic) or \
                 not numeric(r.dtype):
@@ -104,7 +111,7 @@ def record_host(rec, concrete, fn, name, args, kwargs, data_dependent=False):
         raise EagerFallback(reason)
     if kwargs.get("out") is not None:
         return _record_into_out(rec, fn, name, args, kwargs, data_dependent)
-    results = _results(concrete)
+    results = _results(concrete, name)
     _refuse_identity(results, name, args, kwargs)
     template = _Template(rec)
     spec = (template.encode(tuple(args)), template.encode(dict(kwargs)))

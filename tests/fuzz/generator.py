@@ -400,10 +400,24 @@ def make_clip(b: Builder, env):
     return [f"{name} = np.clip({x.name}, {low}, {high})"], Value(name, x.exact)
 
 
+# NumPy functions that write into their first argument; the masks and indices read the
+# target's values only where they are exact (a 1-ulp difference would move them)
+WRITERS = {"putmask": "np.putmask({t}, {mask}, {v})", "place": "np.place({t}, {mask}, {v})",
+           "put": "np.put({t}, [0, -1], {v})", "fill_diagonal": "np.fill_diagonal({t}, {v})",
+           "put_along_axis": "np.put_along_axis({t}, {t}.argmax(axis=-1, keepdims=True), {v}, "
+                             "axis=-1)"}
+
+
 def _inplace(b: Builder, env, target: Value):
-    op = b.draw(st.sampled_from(["+=", "-=", "*=", "/=", "[slice] =", "[slice] *=", "out="]))
+    op = b.draw(st.sampled_from(["+=", "-=", "*=", "/=", "[slice] =", "[slice] *=", "out=",
+                                 *WRITERS]))
     operand, operand_exact = b.operand(env)
-    if op == "out=":
+    if op in WRITERS:
+        if op == "put_along_axis" and not target.exact:
+            return None
+        mask = f"{target.name} > 0" if target.exact else f"np.ones({target.name}.shape, bool)"
+        line = WRITERS[op].format(t=target.name, mask=mask, v=operand)
+    elif op == "out=":
         func = b.draw(st.sampled_from(["add", "multiply", "maximum"]))
         line = f"np.{func}({target.name}, {operand}, out={target.name})"
     elif op.startswith("[slice]"):
