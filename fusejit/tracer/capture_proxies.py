@@ -185,7 +185,8 @@ class _Swaps:
         elif isinstance(value, (type, types.ModuleType)) and user_code(value):
             found.append((_Attributes(value, self.names), "attr"))   # ``cls.table``
         elif watchable(value) and _user_class(value):
-            found.append((vars(value), "attr"))
+            found.append((_Uncached(value) if pystate.has_library_cache(value) else vars(value),
+                          "attr"))
         return found
 
     def restore(self) -> None:
@@ -320,9 +321,22 @@ class _Attributes:
             setattr(self.owner, key, value)
 
 
+class _Uncached(_Attributes):
+    """The attributes of an object of Python's library but those it fills as a cache of its
+    own (``pystate.library_cache``: a logger's ``_cache``)."""
+
+    def __init__(self, owner):
+        super().__init__(owner, ())
+
+    def items(self):
+        return [(k, v) for k, v in vars(self.owner).items()
+                if not pystate.library_cache(self.owner, k)]
+
+
 def _user_class(obj) -> bool:
-    """An instance of a class defined in user code and without ``__slots__``: library objects
-    (a SciPy sparse matrix, a logger) keep their arrays while tracing."""
+    """An instance of a class without ``__slots__`` that is not NumPy's or SciPy's (the user's,
+    a ``SimpleNamespace``, a logger): their objects (a sparse matrix) keep their arrays while
+    tracing."""
     cls = type(obj)
     module = sys.modules.get(cls.__module__)
     filename = getattr(module, "__file__", None) or "<unknown>"

@@ -13,6 +13,7 @@ eagerly. A counter changes again, and the signature runs eagerly for good.
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,20 @@ STATE_CHANGED = ("Python state that replay would not update: {} {} in the body (
 ABSENT = object()   # a name or item that is not there (before the body made it, or removed)
 NESTED = 3          # levels of lists and dicts looked into below an attribute
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
+
+
+# Attributes that a class of Python's library fills as a cache of its own: the body does not
+# change them and a replay need not repeat them (a logger's level cache, which the body's first
+# ``log.info(...)`` fills)
+_LIBRARY_CACHES = ((logging.Logger, "_cache"),)
+
+
+def has_library_cache(obj) -> bool:
+    return isinstance(obj, tuple(cls for cls, _ in _LIBRARY_CACHES))
+
+
+def library_cache(obj, name: str) -> bool:
+    return any(isinstance(obj, cls) and name == attr for cls, attr in _LIBRARY_CACHES)
 
 
 def is_plain(value) -> bool:

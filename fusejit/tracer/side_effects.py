@@ -140,10 +140,13 @@ def _user_object(obj) -> bool:
 
 
 def _attributes(obj) -> dict:
-    """The object's ``__dict__`` and the slots that hold a value."""
+    """The object's ``__dict__`` and the slots that hold a value, but a cache that Python's
+    library fills (``pystate.library_cache``: a logger's level cache)."""
     attrs = dict(vars(obj)) if isinstance(obj, type) or watchable(obj) else {}
     if not isinstance(obj, type):
         attrs.update(slot_items(obj))
+    if pystate.has_library_cache(obj):
+        return {k: v for k, v in attrs.items() if not pystate.library_cache(obj, k)}
     return attrs
 
 
