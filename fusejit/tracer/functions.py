@@ -339,7 +339,7 @@ def _clip_into(rec, out, a, a_min, a_max):
     return write_out(rec, target, _clipped(rec, a, a_min, a_max, dtype))
 
 
-@implements(np.copyto)
+@implements(np.copyto, writes=True)
 def _copyto(rec, concrete, dst, src, casting="same_kind", where=True):
     """``np.copyto(dst, src, where=m)``: recorded as ``dst[...] = where(m, src, dst)``, a
     ``setitem`` into ``dst``'s buffer (never a view of ``src``). NumPy has already checked

@@ -21,6 +21,7 @@ from ..ir.types import numeric
 from .context import active, surface, unwrap
 from .dynamic import call_leaves, note_host_results
 from .guards import add_guard
+from .registry import WRITERS
 from .tracer import Tracer, wrap
 
 DENYLIST_MODULES = ("numpy.random", "numpy.lib.npyio", "numpy.lib._npyio_impl", "numpy.testing")
@@ -28,11 +29,6 @@ DENYLIST = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "l
                       "genfromtxt", "fromfile", "tofile", "memmap", "frombuffer", "asarray",
                       "asanyarray", "array", "ascontiguousarray", "shares_memory",
                       "may_share_memory"})
-# traced by their own handlers (inplace_calls.py, np.copyto's); a host op, which returns what
-# it computes, would lose the write (where their operands' shapes depend on the data)
-WRITES_IN_PLACE = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal",
-                             "put_along_axis"})
-WRITES_DYNAMIC = "{} writes into an array whose shape depends on the data"
 DATA_DEPENDENT = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "unique_values",
                             "unique_counts", "unique_inverse", "unique_all", "extract",
                             "compress", "trim_zeros", "where", "getitem", "setdiff1d",
@@ -46,8 +42,8 @@ def refusal(fn, name: str) -> str | None:
     short = getattr(fn, "__name__", name)
     if module.startswith(DENYLIST_MODULES) or short in DENYLIST:
         return f"{name} cannot be replayed (I/O, randomness or raw memory)"
-    if short in WRITES_IN_PLACE:
-        return WRITES_DYNAMIC.format(name)
+    if fn in WRITERS:   # their own recorders trace the write (reached only if one refused)
+        return f"{name} writes into its argument, which a host op would not replay"
     return None
 
 

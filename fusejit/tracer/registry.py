@@ -11,12 +11,17 @@ from .loc import current_loc
 from .tracer import Tracer, note_shape_seen
 
 FUNCTIONS: dict = {}
+# functions that write into an argument (``np.copyto``, ``np.put``): their recorders trace the
+# write, which a host op running them would lose
+WRITERS: set = set()
 
 
-def implements(*funcs):
+def implements(*funcs, writes: bool = False):
     def register(record):
         for func in funcs:
             FUNCTIONS[func] = record
+            if writes:
+                WRITERS.add(func)
         return record
     return register
 
@@ -58,10 +63,10 @@ def handle_function(func, args, kwargs):
 def _of_dynamic(func, args, kwargs) -> bool:
     """A call on a value whose shape depends on data (``np.sum(x[m])``): NumPy's own call, a
     host op that takes any shape (``dynamic.py``). Not one that writes into an argument
-    (``out=``, ``np.copyto``): a host op's writes would not be traced."""
+    (``out=``, ``WRITERS``): a host op's writes would not be traced."""
     from .context import active
     from .dynamic import reads_dynamic
-    return kwargs.get("out") is None and func is not np.copyto and reads_dynamic(
+    return kwargs.get("out") is None and func not in WRITERS and reads_dynamic(
         active(), args, kwargs)
 
 

@@ -50,8 +50,9 @@ def _unsupported(what: str):
 def handle_ufunc(ufunc, method, inputs, kwargs):
     if method == "at" and ufunc is np.add:
         return surface(np.add.at, _record_add_at, inputs, {})
-    if method == "at" and not kwargs:
-        return surface(ufunc.at, _record_at(ufunc), inputs, {})
+    if method == "at" and not kwargs:   # NumPy's, on a copy, written over the target
+        from .inplace_calls import recorder
+        return surface(ufunc.at, recorder(ufunc.at, f"{ufunc_label(ufunc)}.at"), inputs, {})
     if method == "reduce" and ufunc in REDUCE_METHODS and not _REDUCE_REFUSES.get(
             ufunc, set()) & {k for k, v in kwargs.items() if v is not None}:
         kwargs.setdefault("axis", 0)
@@ -223,18 +224,6 @@ def encode_index(rec, index):
     key = indexing.encode(items, arrays)
     operands = [rec.operand(a.array if isinstance(a, _Boxed) else a) for a in arrays]
     return key, operands
-
-
-def _record_at(ufunc):
-    """``np.maximum.at(target, index, value)`` and the others: NumPy's, on a copy, written
-    over the target (``inplace_calls.py``)."""
-    from .inplace_calls import record_written
-    name = f"{ufunc_label(ufunc)}.at"
-
-    def record(rec, concrete, target, *args):
-        record_written(rec, ufunc.at, name, target, args, {})
-        return concrete
-    return record
 
 
 def _record_add_at(rec, concrete, target, index, value):
