@@ -30,15 +30,13 @@ import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from .. import config
-
-_inline = numba.njit(inline="always", fastmath=False, error_model="numpy")
+from .always_inline import always_inline as _inline
 
 # Horner steps as fused multiply-adds (one rounding each, one instruction) where the CPU has
 # them; elsewhere llvm.fma would become a libm call per element.
