@@ -267,9 +267,24 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
             continue
         owner = _owner(target)
         near = by_owner.get(owner, []) + (by_owner.get(0, []) if owner else [])
-        if any(other != key and np.may_share_memory(target, arrays[other]) for other in near):
+        if any(other != key and _share_elements(target, arrays[other]) for other in near):
             return True
     return False
+
+
+def _share_elements(a, b) -> bool:
+    """Whether ``a`` and ``b`` have an element in common: two columns of one array
+    (``f(z[:, 0], z[:, 1])``) overlap in their bounds but share none. Where that question
+    takes NumPy more than a little work, they are taken to share one."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return np.shares_memory(a, b, max_work=_EXACT_WORK)
+    except np.exceptions.TooHardError:
+        return True
+
+
+_EXACT_WORK = 10_000
 
 
 def _written_overlaps_itself(trace: Trace, leaves, captured) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 from . import scalar_types
 from .context import active, mentions_tracer
 from .loc import classify
-from .tracer import CapturedTracer, wrap
+from .tracer import CapturedTracer, Tracer, wrap
 
 FILLS = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}
 FULLS = ("full", "full_like")
@@ -48,14 +48,45 @@ def _constant(recorder, result):
 def wrapper(name: str, original):
     @functools.wraps(original)
     def wrapped(*args, **kwargs):
-        result = original(*args, **kwargs)
         recorder = active()
+        if name in FULLS and recorder is not None and recorder.fallback is None and \
+                classify(sys._getframe(1).f_code.co_filename) == "user":
+            traced = _traced_full(recorder, name, original, args, kwargs)
+            if traced is not None:
+                return traced
+        result = original(*args, **kwargs)
         if (recorder is None or recorder.fallback is not None or not _plain(result)
                 or kwargs.get("like") is not None or mentions_tracer(args, kwargs)
                 or classify(sys._getframe(1).f_code.co_filename) != "user"):
             return result
         return _proxy(recorder, name, result, args, kwargs)
     return wrapped
+
+
+def _traced_full(recorder, name, original, args, kwargs):
+    """``np.full(shape, x.mean())``, ``np.full_like(w, m)`` of a traced scalar fill: NumPy
+    reads ``np.asarray(fill)`` (its dtype) or copies the fill into a new array, which a traced
+    value cannot give; the fill is cast and broadcast instead. A ``.item()`` float fills as
+    its traced value. None: not such a call, NumPy's (an array fill, a 0-d result)."""
+    from .scalars import lift
+    positional = len(args) > 1
+    fill = lift(args[1] if positional else kwargs.get("fill_value"))
+    if not isinstance(fill, Tracer) or np.ndim(fill.value) != 0:
+        return None
+    rest = {key: value for key, value in kwargs.items() if key != "fill_value"}
+    if name == "full_like" and isinstance(args[0], Tracer):   # traced as np.full_like
+        return original(args[0], fill, *args[2:], **rest)
+    tail = list(args[2:])
+    if name == "full" and tail and tail[0] is None:
+        tail[0] = np.asarray(fill.value).dtype
+    elif name == "full" and not tail and rest.get("dtype") is None:
+        rest["dtype"] = np.asarray(fill.value).dtype
+    result = original(args[0], fill.value, *tail, **rest)
+    if not _plain(result) or result.ndim == 0:
+        recorder.set_fallback(f"np.{name} of a traced fill into this array")
+        return result
+    var = recorder.cast(recorder.operand(fill), result.dtype)
+    return wrap(recorder, result, recorder.broadcast(var, result.shape))
 
 
 def _plain(result) -> bool:

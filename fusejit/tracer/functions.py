@@ -275,8 +275,10 @@ def _tile(rec, concrete, A, reps):
 
 @implements(np.repeat)
 def _repeat(rec, concrete, a, repeats, axis=None):
-    if isinstance(repeats, Tracer):
-        raise EagerFallback("np.repeat with traced repeats (data-dependent shape)")
+    if isinstance(repeats, Tracer):   # the result's length is the data's: a host op
+        from .host import record_host
+        return record_host(rec, concrete, np.repeat, "np.repeat", (a, repeats),
+                           {"axis": axis}, True)
     repeats = int(repeats) if np.ndim(repeats) == 0 else tuple(int(r) for r in np.ravel(repeats))
     axis = None if axis is None else normalize_axis(axis, np.ndim(a))
     attrs = {"repeats": repeats, "axis": axis}
@@ -289,10 +291,20 @@ def _where(rec, concrete, condition, *xy):
         from .host import record_host
         return record_host(rec, concrete, np.where, "np.where", (condition,), {}, True)
     cond = rec.operand(condition, np.bool_)
-    x, y = (rec.operand(v, concrete.dtype) for v in xy)
+    x, y = (rec.operand(_wrapped_int(v, concrete.dtype), concrete.dtype) for v in xy)
     if all(isinstance(v, Lit) for v in (cond, x, y)):
         cond = rec.materialize(cond)
     return wrap(rec, concrete, rec.emit("where", [cond, x, y]))
+
+
+def _wrapped_int(value, dtype):
+    """``np.where(m, u8, 1000)``: NumPy casts a Python int its integer result dtype cannot
+    hold as C does (1000 -> 232), with no warning."""
+    if type(value) is not int or dtype.kind not in "iu" or \
+            np.iinfo(dtype).min <= value <= np.iinfo(dtype).max:
+        return value
+    as_array = np.asarray(value)
+    return as_array.astype(dtype)[()] if as_array.dtype != object else value
 
 
 @implements(np.clip)
@@ -303,10 +315,25 @@ def _clip(rec, concrete, a, a_min=None, a_max=None, out=None, **kwargs):
     a_min, a_max = (None if missing(v) else v for v in (a_min, a_max))
     if kwargs:
         raise EagerFallback(f"np.clip with {', '.join(sorted(kwargs))}= is not traced")
+    a_min, a_max = _bounds_in_range(a, a_min, a_max)
+    if a_min is None and a_max is None:   # NumPy's copy (``np.clip(u8, 0, 300)``)
+        return np.positive(a) if out is None else np.positive(a, out=out)
     if out is not None:
         return _clip_into(rec, out, a, a_min, a_max)
     var = _clipped(rec, a, a_min, a_max, _result_dtype(concrete))
     return wrap(rec, concrete, rec.broadcast(var, np.shape(concrete)))
+
+
+def _bounds_in_range(a, a_min, a_max):
+    """NumPy's rule for an integer array: a Python int bound beyond its dtype's range is no
+    bound (``np.clip(u8, -5, 300)`` clips nothing)."""
+    dtype = getattr(a, "dtype", None)
+    if dtype is None or dtype.kind not in "iu":
+        return a_min, a_max
+    info = np.iinfo(dtype)
+    a_min = None if type(a_min) is int and a_min <= info.min else a_min
+    a_max = None if type(a_max) is int and a_max >= info.max else a_max
+    return a_min, a_max
 
 
 def _clipped(rec, a, a_min, a_max, dtype):

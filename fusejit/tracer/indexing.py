@@ -25,6 +25,10 @@ def getitem(tracer, key):
     if _has_traced_mask(key):  # data-dependent shape: a host op with a shape guard
         from .host import host_call
         result = host_call(operator.getitem, "getitem", (tracer, key), {}, data_dependent=True)
+        if isinstance(result, Tracer) and isinstance(result.value, np.ndarray):
+            # a new array, though NumPy's is a view of a temporary of its own when the mask
+            # is not on the first axis (``x[:, m]``): ``x[:, m] -= 1`` writes into it
+            result.owns = result.owns or not np.may_share_memory(result.value, unwrap(tracer))
         remember_masked_read(tracer, key, result)
         return result
     rec = tracer.__dict__.get("recorder") if isinstance(tracer, Tracer) else None

@@ -258,6 +258,14 @@ class Tracer:
         return int(np.size(self.value)) * self.itemsize
 
     T = property(lambda self: np.transpose(self))
+    # NumPy's np.real/np.imag (a host op; a write into the view runs eagerly, as theirs)
+    real = property(lambda self: self._part(np.real, "real"))
+    imag = property(lambda self: self._part(np.imag, "imag"))
+
+    def _part(self, function, name):
+        if isinstance(self.__dict__.get("value"), np.ndarray):
+            return function(self)
+        return self.__getattr__(name)   # a Python float's or a NumPy scalar's: eager
     mT = property(lambda self: np.swapaxes(self, -1, -2))
 
     def __reduce_ex__(self, protocol):

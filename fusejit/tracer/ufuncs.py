@@ -65,6 +65,10 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         answer = _compared_with_no_number(ufunc, inputs)
         if answer is not None:
             return answer
+    if method == "__call__" and ufunc in _COMPARISONS and not kwargs:
+        answer = _compared_beyond_range(ufunc, inputs)
+        if answer is not None:
+            return answer
     unknown = set(kwargs) - {"out", "casting"}
     if method != "__call__" or ufunc not in UFUNC_OPS or unknown or _matmul_of_dynamic(
             ufunc, inputs, kwargs):
@@ -83,6 +87,27 @@ def _compared_with_no_number(ufunc, inputs):
     if len(inputs) != 2 or len(arrays) != 1 or len(others) != 1:
         return None
     return np.full_like(arrays[0], ufunc is np.not_equal, dtype=np.bool_)
+
+
+_COMPARISONS = (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal)
+
+
+def _compared_beyond_range(ufunc, inputs):
+    """``u8 < 256``, ``i8 >= -1000``: NumPy compares an integer array with a Python int its
+    dtype cannot hold by the int's value, the same answer for every element: a constant of
+    the array's shape (any element of the dtype gives it)."""
+    if len(inputs) != 2:
+        return None
+    arrays = [v for v in inputs if isinstance(v, Tracer) and isinstance(v.value, np.ndarray)
+              and v.value.dtype.kind in "iu"]
+    numbers = [v for v in inputs if type(v) is int]
+    if len(arrays) != 1 or len(numbers) != 1:
+        return None
+    dtype, number = arrays[0].value.dtype, numbers[0]
+    if np.iinfo(dtype).min <= number <= np.iinfo(dtype).max:
+        return None
+    sample = [np.zeros(1, dtype) if v is arrays[0] else v for v in inputs]
+    return np.full_like(arrays[0], bool(ufunc(*sample)[0]), dtype=np.bool_)
 
 
 def _is_float_cube(inputs, kwargs) -> bool:

@@ -1,0 +1,149 @@
+"""Calls that users write often and that ran the whole signature eagerly: each compiles now,
+with the results and arguments eager NumPy gives, call after call (``check_calls``)."""
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same, check_calls
+
+
+def _image(call, shape=(4, 6)):
+    rng = np.random.default_rng(call)
+    return rng.integers(0, 256, shape).astype(np.uint8)
+
+
+def _data(shape, call):
+    return np.random.default_rng(call + 10).standard_normal(shape)
+
+
+def _compared_beyond_uint8(img):
+    return (img < 256) & (img >= -1) | (img == 1000), img < 300, np.less_equal(-3, img)
+
+
+def _compared_beyond_int8(img):
+    signed = img.astype(np.int8)
+    return (signed < 200) ^ (signed > -129), signed != 2**70
+
+
+def _clipped_beyond_range(img):
+    return (np.clip(img, 0, 300), np.clip(img, -5, 3), img.clip(max=999) * 2,
+            np.clip(img.astype(np.int8), -1000, 1000), np.clip(img, -1, 256, out=img.copy()))
+
+
+def _where_beyond_range(img):
+    signed = img.astype(np.int8)
+    return (np.where(img > 100, img, 1000), np.where(img > 100, -1, img),
+            np.where(signed > 0, signed, 200))
+
+
+INT_BOUNDS = [_compared_beyond_uint8, _compared_beyond_int8, _clipped_beyond_range,
+              _where_beyond_range]
+
+
+@pytest.mark.parametrize("fn", INT_BOUNDS, ids=[fn.__name__.strip("_") for fn in INT_BOUNDS])
+def test_python_ints_beyond_an_integer_dtype_follow_numpy(fn):
+    # NumPy 2 compares by the int's value, drops a clip bound the dtype cannot reach, and
+    # casts np.where's int as C does (1000 -> 232): these ran eagerly ("out of the range")
+    compiled = check_calls(fn, lambda call: (_image(call),))
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["hits"] == 2, info
+
+
+def test_a_clip_bound_within_no_range_raises_numpys_error():
+    compiled = fusejit.compile(lambda img: np.clip(img, 300, 400))
+    with pytest.raises(OverflowError, match="300 out of bounds for uint8"):
+        compiled(_image(0))
+
+
+def _filled_with_a_traced_scalar(x):
+    m = x.mean().item()
+    return (np.full(x.shape, x.mean()), np.full((2, 3), fill_value=x.max(), dtype=None),
+            np.full(x.shape, m) + x, np.full_like(x, m), np.full(3, x[0, 0] > 0))
+
+
+def test_np_full_takes_a_traced_fill_without_a_dtype():
+    # NumPy's full reads np.asarray(fill).dtype: a traced fill ran eagerly without dtype=,
+    # and a .item() float traced again on every call
+    compiled = check_calls(_filled_with_a_traced_scalar,
+                           lambda call: (_data((2, 3), call),))
+    info = compiled.cache_info()
+    assert info["eager_calls"] == 0 and info["traces"] == 1, info
+
+
+def _parts_of_a_spectrum(z):
+    spectrum = np.fft.fft(z)
+    return np.abs(spectrum.real) + spectrum.imag ** 2, z.real * 2 - z.imag
+
+
+def test_real_and_imag_attributes_compile_as_np_real_and_np_imag():
+    def args(call):
+        return (_data(8, call) + 1j * _data(8, call + 1),)
+
+    compiled = check_calls(_parts_of_a_spectrum, args)
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_a_write_into_the_real_part_still_runs_eagerly():
+    def doubled_real_part(z):
+        part = z.real
+        part *= 2          # writes into z: a replay would not
+        return z
+
+    compiled = check_calls(doubled_real_part, lambda call: (_data(4, call) + 1j,))
+    assert compiled.cache_info()["eager_calls"] == 2
+
+
+def _columns_by_mask_updated(a, m):
+    a[:, m] -= 1
+    b = a * 2
+    picked = b[..., m]
+    picked += 1            # a copy: b is unchanged
+    return b, picked
+
+
+def test_an_update_through_a_mask_on_a_later_axis_compiles():
+    # NumPy's a[:, m] is a view of a temporary of its own: the write into it ran eagerly
+    def args(call):
+        return _data((5, 4), call), np.random.default_rng(call).standard_normal(4) > 0
+
+    compiled = check_calls(_columns_by_mask_updated, args, calls=4)
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_np_repeat_with_traced_counts_is_a_host_op():
+    def repeated(x, k):
+        return np.repeat(x * 3, k) + 1, x.repeat(k[0])
+
+    def args(call):
+        return _data(4, call), np.random.default_rng(call).integers(0, 3, 4)
+
+    compiled = check_calls(repeated, args, calls=4)
+    assert compiled.cache_info()["eager_calls"] == 0
+    with pytest.raises(ValueError, match="negative"):
+        compiled(np.ones(4), np.array([1, -1, 2, 0]))
+
+
+def _update_both(a, b):
+    a += 1
+    b *= 2
+    return a.sum() + b.sum()
+
+
+def test_views_sharing_bounds_but_no_element_replay():
+    # two columns of one array: np.may_share_memory says yes, np.shares_memory no
+    compiled = fusejit.compile(_update_both)
+    for call in range(3):
+        want, got = _data((4, 4), call), _data((4, 4), call)
+        assert_same(_update_both(want[:, 0], want[:, 1]), compiled(got[:, 0], got[:, 1]))
+        assert_same(want, got)
+    info = compiled.cache_info()
+    assert info["aliased_calls"] == 0 and info["hits"] == 2, info
+
+
+def test_views_sharing_elements_still_run_eagerly():
+    compiled = fusejit.compile(_update_both)
+    for call in range(3):
+        want, got = _data((4, 4), call), _data((4, 4), call)
+        assert_same(_update_both(want[:, 1:3], want[:, 2:]), compiled(got[:, 1:3], got[:, 2:]))
+        assert_same(want, got)
+    assert compiled.cache_info()["aliased_calls"] == 2
