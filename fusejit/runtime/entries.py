@@ -272,6 +272,9 @@ def _aliased_writes(trace: Trace, leaves, inputs, captured) -> bool:
     return False
 
 
+_EXACT_WORK = 10_000   # np.shares_memory's bound on the work it may do
+
+
 def _share_elements(a, b) -> bool:
     """Whether ``a`` and ``b`` have an element in common: two columns of one array
     (``f(z[:, 0], z[:, 1])``) overlap in their bounds but share none. Where that question
@@ -282,9 +285,6 @@ def _share_elements(a, b) -> bool:
         return np.shares_memory(a, b, max_work=_EXACT_WORK)
     except np.exceptions.TooHardError:
         return True
-
-
-_EXACT_WORK = 10_000
 
 
 def _written_overlaps_itself(trace: Trace, leaves, captured) -> bool:

@@ -429,6 +429,14 @@ def _compute(compute, recorder, args, kwargs):
     return concrete
 
 
+def int_beyond(value, dtype) -> bool:
+    """A Python int that the integer ``dtype`` cannot hold (``256`` for uint8): NumPy 2 takes
+    it by value in a comparison, drops it as a clip bound and wraps it in ``np.where``, where
+    ``operand`` cannot make it a literal of ``dtype``."""
+    return type(value) is int and np.dtype(dtype).kind in "iu" and not (
+        np.iinfo(dtype).min <= value <= np.iinfo(dtype).max)
+
+
 def mentions_tracer(args, kwargs) -> bool:
     from .scalars import TracedFloat
     from .tracer import Tracer

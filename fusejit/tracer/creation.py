@@ -49,15 +49,14 @@ def wrapper(name: str, original):
     @functools.wraps(original)
     def wrapped(*args, **kwargs):
         recorder = active()
-        if name in FULLS and recorder is not None and recorder.fallback is None and \
-                classify(sys._getframe(1).f_code.co_filename) == "user":
-            traced = _traced_full(recorder, name, original, args, kwargs)
-            if traced is not None:
-                return traced
-        result = original(*args, **kwargs)
-        if (recorder is None or recorder.fallback is not None or not _plain(result)
-                or kwargs.get("like") is not None or mentions_tracer(args, kwargs)
+        if (recorder is None or recorder.fallback is not None or kwargs.get("like") is not None
                 or classify(sys._getframe(1).f_code.co_filename) != "user"):
+            return original(*args, **kwargs)
+        traced = _traced_full(recorder, name, original, args, kwargs) if name in FULLS else None
+        if traced is not None:
+            return traced
+        result = original(*args, **kwargs)
+        if not _plain(result) or mentions_tracer(args, kwargs):
             return result
         return _proxy(recorder, name, result, args, kwargs)
     return wrapped

@@ -9,7 +9,7 @@ from ..errors import EagerFallback
 from ..ir import Lit, Var
 from ..ir.ops import inverse_perm
 from . import layouts
-from .context import unwrap
+from .context import int_beyond, unwrap
 from .registry import (
     handle_function,
     implements,
@@ -300,8 +300,7 @@ def _where(rec, concrete, condition, *xy):
 def _wrapped_int(value, dtype):
     """``np.where(m, u8, 1000)``: NumPy casts a Python int its integer result dtype cannot
     hold as C does (1000 -> 232), with no warning."""
-    if type(value) is not int or dtype.kind not in "iu" or \
-            np.iinfo(dtype).min <= value <= np.iinfo(dtype).max:
+    if not int_beyond(value, dtype):
         return value
     as_array = np.asarray(value)
     return as_array.astype(dtype)[()] if as_array.dtype != object else value

@@ -258,6 +258,7 @@ class Tracer:
         return int(np.size(self.value)) * self.itemsize
 
     T = property(lambda self: np.transpose(self))
+    mT = property(lambda self: np.swapaxes(self, -1, -2))
     # NumPy's np.real/np.imag (a host op; a write into the view runs eagerly, as theirs)
     real = property(lambda self: self._part(np.real, "real"))
     imag = property(lambda self: self._part(np.imag, "imag"))
@@ -266,7 +267,6 @@ class Tracer:
         if isinstance(self.__dict__.get("value"), np.ndarray):
             return function(self)
         return self.__getattr__(name)   # a Python float's or a NumPy scalar's: eager
-    mT = property(lambda self: np.swapaxes(self, -1, -2))
 
     def __reduce_ex__(self, protocol):
         """``pickle.dumps(x)``: the value, NumPy's; the signature runs eagerly."""

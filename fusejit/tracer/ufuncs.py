@@ -11,7 +11,7 @@ import scipy.special
 
 from ..errors import EagerFallback, UnsupportedError
 from ..ir import Lit, Var, indexing
-from .context import active, surface, unwrap
+from .context import active, int_beyond, surface, unwrap
 from .loc import current_loc
 from .tracer import Tracer, wrap, write
 
@@ -98,13 +98,11 @@ def _compared_beyond_range(ufunc, inputs):
     the array's shape (any element of the dtype gives it)."""
     if len(inputs) != 2:
         return None
-    arrays = [v for v in inputs if isinstance(v, Tracer) and isinstance(v.value, np.ndarray)
-              and v.value.dtype.kind in "iu"]
-    numbers = [v for v in inputs if type(v) is int]
-    if len(arrays) != 1 or len(numbers) != 1:
+    arrays = [v for v in inputs if isinstance(v, Tracer) and isinstance(v.value, np.ndarray)]
+    if len(arrays) != 1:
         return None
-    dtype, number = arrays[0].value.dtype, numbers[0]
-    if np.iinfo(dtype).min <= number <= np.iinfo(dtype).max:
+    dtype = arrays[0].value.dtype
+    if not any(int_beyond(v, dtype) for v in inputs):
         return None
     sample = [np.zeros(1, dtype) if v is arrays[0] else v for v in inputs]
     return np.full_like(arrays[0], bool(ufunc(*sample)[0]), dtype=np.bool_)
