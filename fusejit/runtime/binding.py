@@ -1,4 +1,5 @@
-"""A call's static arguments split from its traced ones, planned once per call layout.
+"""A call's static arguments split from its traced ones, and its keywords moved to their
+positions, planned once per call layout.
 
 ``inspect.Signature.bind`` costs about 7 us a call, on every replay of a function with
 ``static_argnames``. How a call binds depends only on its layout: how many arguments come by
@@ -7,6 +8,7 @@ what ``bind`` raises); later calls of that layout replay the plan as index looku
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 _PLAIN = {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}
@@ -34,6 +36,17 @@ class StaticSplit:
         statics, positional, keywords = plan
         return ({name: values[i] for name, i in statics}, tuple([values[i] for i in positional]),
                 {name: values[i] for name, i in keywords})
+
+    def positional(self, args: tuple, kwargs: dict):
+        """``(args, kwargs)`` with each keyword argument that could come by position moved there,
+        so ``f(x, w=w)`` and ``f(x, w)`` are one call. As they are where the signature is not
+        planned (``*args``, ``**kwargs``, positional-only) or the call does not bind: calling
+        the function raises Python's own error for it."""
+        if not self._plannable:
+            return args, kwargs
+        with contextlib.suppress(TypeError):
+            _, args, kwargs = self(args, kwargs)
+        return args, kwargs
 
     def _bind(self, args, kwargs, layout):
         bound = self._signature.bind(*args, **kwargs)

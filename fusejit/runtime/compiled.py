@@ -219,6 +219,8 @@ class CompiledFunction:
             target = (self.target, statics)
         else:
             fn, target = self.fn, self._plain_target
+            if kwargs:
+                args, kwargs = self._split.positional(args, kwargs)
         containers: list = []
         try:
             key, leaves = make_key(args, kwargs, target, containers)
@@ -295,7 +297,7 @@ class CompiledFunction:
     def _split_static(self, args, kwargs):
         """``static_argnames`` become part of a partial: never traced, always in the key."""
         if not self.static_argnames:
-            return self.fn, args, kwargs, None
+            return self.fn, *self._split.positional(args, kwargs), None
         statics, args, kwargs = self._split(args, kwargs)
         fn = self.fn
         if isinstance(fn, functools.partial):   # one partial: its bound arrays are captures

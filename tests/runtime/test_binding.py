@@ -80,3 +80,45 @@ def test_a_compiled_function_with_a_static_argument_in_the_middle():
                          ((x, 2, y), {}), ((x, 3), {"y": y, "shift": 1.0})):
         np.testing.assert_array_equal(compiled(*args, **kwargs), scaled(*args, **kwargs))
     assert compiled.cache_info()["traces"] == 2
+
+
+def affine(x, w, b=None, *, scale=1.0, shift=0.0):
+    y = x @ w * scale + shift
+    return y if b is None else y + b
+
+
+def test_an_argument_passed_by_keyword_or_by_position_is_one_signature():
+    import numpy as np
+
+    compiled = fusejit.compile(affine)
+    x, w = np.ones((3, 4)), np.arange(8.0).reshape(4, 2)
+    calls = [((x, w), {}), ((x,), {"w": w}), ((), {"w": w, "x": x}),
+             ((x, w), {"shift": 1.0, "scale": 2.0}), ((x,), {"scale": 2.0, "w": w, "shift": 1.0})]
+    for args, kwargs in calls:
+        np.testing.assert_array_equal(compiled(*args, **kwargs), affine(*args, **kwargs))
+    info = compiled.cache_info()
+    assert (info["signatures"], info["traces"], info["hits"]) == (2, 2, 3)
+    # explain() finds the entry of the same call spelled by keyword, without tracing again
+    assert "1 replays" in str(compiled.explain(x=x, w=w, scale=2.0, shift=1.0))
+    assert compiled.cache_info()["traces"] == 2
+
+
+@pytest.mark.parametrize("kwargs", [{"nope": 1}, {"x": 1}])
+def test_a_call_that_does_not_bind_raises_pythons_own_error(kwargs):
+    import numpy as np
+
+    compiled = fusejit.compile(affine)
+    x, w = np.ones((3, 4)), np.ones((4, 2))
+    compiled(x, w)
+    with pytest.raises(TypeError) as ours:
+        compiled(x, w, **kwargs)
+    with pytest.raises(TypeError) as python:
+        affine(x, w, **kwargs)
+    assert str(ours.value) == str(python.value)
+
+
+def test_keywords_of_a_function_that_takes_kwargs_stay_keywords():
+    split = StaticSplit(inspect.signature(varargs), ())
+    assert split.positional((1,), {"n": 2, "k": 3}) == ((1,), {"n": 2, "k": 3})
+    assert StaticSplit(inspect.signature(middle), ()).positional(
+        (1,), {"flag": True, "y": 3, "n": 2}) == ((1, 2, 3), {"flag": True})
