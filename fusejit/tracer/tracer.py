@@ -204,8 +204,8 @@ class Tracer:
         return guards.to_round(self)
 
     def __getattr__(self, name):
-        """An ndarray attribute or method the tracer does not map (``.sort()``, ``.real``,
-        ``.flags``): the body goes on with the plain array's, and the signature runs
+        """An ndarray attribute or method the tracer does not map (``.ctypes``, ``.data``,
+        ``.strides``): the body goes on with the plain array's, and the signature runs
         eagerly. Only called when normal lookup fails."""
         value = self.__dict__.get("value")
         # a Python float argument, a NumPy scalar (``s.is_integer()``), or an array
@@ -247,6 +247,14 @@ class Tracer:
     def size(self):
         note_shape_seen(self)
         return int(np.size(self.value))
+
+    @property
+    def flags(self):
+        """NumPy's flags of an array, its contiguity traced (``array_flags.py``)."""
+        if not isinstance(self.value, (np.ndarray, np.generic)):
+            raise AttributeError("flags")   # a Python float: ``__getattr__`` says so
+        from .array_flags import TracedFlags
+        return TracedFlags(self, self.value.flags)
 
     ndim = property(lambda self: np.ndim(self.value))
     dtype = property(lambda self: getattr(self.value, "dtype", np.dtype(np.float64)))

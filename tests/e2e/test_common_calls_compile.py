@@ -147,3 +147,31 @@ def test_views_sharing_elements_still_run_eagerly():
         assert_same(_update_both(want[:, 1:3], want[:, 2:]), compiled(got[:, 1:3], got[:, 2:]))
         assert_same(want, got)
     assert compiled.cache_info()["aliased_calls"] == 2
+
+
+def _contiguous_first(x):
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+        x[0, 0] = -1.0   # only the copy is written
+    return x * 2, x.flags["F_CONTIGUOUS"], np.isfortran(x.T + 1)
+
+
+_LAYOUTS = {"C": lambda a: a, "view": lambda a: np.repeat(a, 2, axis=1)[:, ::2],
+            "F": np.asfortranarray}
+
+
+def test_contiguity_flags_are_traced_and_each_layout_keeps_its_path():
+    # x.flags ran the signature eagerly; now the answer holds for the arguments' layouts,
+    # which the path keeps: a C-ordered view (the same key as a C array) takes a path of its own
+    order = ["C", "view", "C", "view", "F", "F"]
+    compiled = check_calls(
+        _contiguous_first, lambda call: (_LAYOUTS[order[call]](_data((3, 4), call)),), calls=6)
+    info = compiled.cache_info()
+    assert (info["eager_calls"], info["signatures"], info["paths"], info["hits"]) == \
+        (0, 2, 3, 3), info
+
+
+def test_a_flag_no_layout_decides_runs_eagerly():
+    compiled = check_calls(lambda x: x * 2 if x.flags.writeable else x, lambda call: (
+        _data((2, 3), call),))
+    assert compiled.cache_info()["eager_signatures"] == 1
