@@ -17,6 +17,7 @@ from ..errors import FusejitError, UnsupportedError
 from ..logs import topic
 from ..tracer import flatten, pystate, trace
 from ..tracer.captures import method_owner
+from ..tracer.context import active
 from ..tracer.returned_containers import all_held, fill
 from .binding import StaticSplit
 from .deferred_writes import written_inputs
@@ -225,6 +226,9 @@ class CompiledFunction:
         try:
             key, leaves = make_key(args, kwargs, target, containers)
         except UntraceableInput as exc:
+            if active() is not None:   # called by a body being traced: its ops join that trace
+                trace_log.debug("%s is traced into the enclosing trace", self.__qualname__)
+                return fn(*args, **kwargs)
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
         tried, base = 0, key
