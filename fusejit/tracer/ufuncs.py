@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.special
 
@@ -69,6 +71,9 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         answer = _compared_beyond_range(ufunc, inputs)
         if answer is not None:
             return answer
+    if method == "__call__" and _masked_into_out(ufunc, kwargs):
+        return surface(ufunc, functools.partial(_record_masked_into, ufunc=ufunc), inputs,
+                       kwargs)
     unknown = set(kwargs) - {"out", "casting"}
     if method != "__call__" or ufunc not in UFUNC_OPS or unknown or _matmul_of_dynamic(
             ufunc, inputs, kwargs):
@@ -77,6 +82,33 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     record = lambda rec, concrete, *xs, **kw: record_ufunc(rec, concrete, ufunc, xs, out)
     compute = _cube if ufunc is np.power and _is_float_cube(inputs, kwargs) else ufunc
     return surface(compute, record, inputs, kwargs)
+
+
+def _masked_into_out(ufunc, kwargs) -> bool:
+    """``np.divide(a, b, out=o, where=b != 0)``: a mapped elementwise ufunc writing only
+    where the mask holds into a target it is given."""
+    return (ufunc in UFUNC_OPS and ufunc.signature is None and ufunc.nout == 1
+            and kwargs.get("out") is not None and "where" in kwargs
+            and set(kwargs) <= {"out", "where", "casting"})
+
+
+def _record_masked_into(rec, concrete, *inputs, ufunc, out, where, casting="same_kind"):
+    """The ufunc over every element, then ``o[...] = where(m, result, o)`` as an in-place
+    write: the elements NumPy skips keep ``o``'s values (a quotient by zero there is computed
+    and dropped; the replay is quiet). NumPy has already checked the casting rule and
+    written the concrete value. An integer power runs eagerly: its kernel refuses a negative
+    exponent that NumPy's mask may skip."""
+    target = out[0]
+    if not isinstance(target, Tracer) and type(target) is not np.ndarray:
+        raise EagerFallback(f"{ufunc_label(ufunc)} with out= of type {type(target).__name__}")
+    loop = ufunc.resolve_dtypes(tuple(dtype_spec(x) for x in inputs) + (None,))
+    if ufunc is np.power and loop[-1].kind in "iu":
+        raise EagerFallback("an integer np.power with where= and out=")
+    values = [rec.operand(x, loop[i]) for i, x in enumerate(inputs)]
+    dtype, shape = target.dtype, target.shape
+    result = rec.broadcast(rec.cast(emit_ufunc(rec, UFUNC_OPS[ufunc], values), dtype), shape)
+    mask = rec.broadcast(rec.operand(where, np.bool_), shape)
+    return write_out(rec, target, rec.emit("where", [mask, result, rec.operand(target)]))
 
 
 def _compared_with_no_number(ufunc, inputs):

@@ -175,3 +175,43 @@ def test_a_flag_no_layout_decides_runs_eagerly():
     compiled = check_calls(lambda x: x * 2 if x.flags.writeable else x, lambda call: (
         _data((2, 3), call),))
     assert compiled.cache_info()["eager_signatures"] == 1
+
+
+def _safe_divisions(a, b, out):
+    np.divide(1.0, b, out=out, where=b != 0)   # into an argument
+    m = a > 0
+    np.multiply(a, 3.0, out=a, where=m)        # in place
+    return (np.divide(a, b, out=np.zeros_like(a), where=b != 0),
+            np.divide(a, b, out=np.full(a.shape, np.nan, np.float32), where=m[:, :1] & (b != 0)),
+            np.subtract(a, 1, out=np.zeros(a.shape), where=True),
+            np.floor_divide(np.arange(a.size).reshape(a.shape), b.astype(np.int64),
+                            out=np.zeros(a.shape, np.int64), where=b != 0))
+
+
+def _masked_into_a_view(a, b):
+    o = np.ones_like(a)
+    np.add(a[:, 1:], b[:, 1:], out=o[:, 1:], where=b[:, 1:] > 0)
+    return o
+
+
+def _masked_integer_power(a):   # NumPy skips the negative exponent the mask leaves out
+    e = np.where(a > 0, 2, -1)
+    return np.power(np.arange(a.size).reshape(a.shape), e, out=np.zeros(a.shape, int),
+                    where=e > 0)
+
+
+def _masked_arguments(call):
+    a, b = _data((3, 4), call), _data((3, 4), call + 1).round()
+    a[0, 0], b[1, 1] = np.nan, 0.0
+    return a, b, np.full((3, 4), -1.0)
+
+
+@pytest.mark.parametrize("fn", [_safe_divisions, _masked_into_a_view, _masked_integer_power])
+def test_a_ufunc_writing_where_a_mask_holds_into_out_compiles(fn, recwarn):
+    # np.divide(a, b, out=o, where=b != 0) raised UnsupportedError; now the ufunc runs over
+    # every element and only the masked ones are written (a quotient by zero is dropped)
+    compiled = check_calls(fn, lambda call: _masked_arguments(call)[:fn.__code__.co_argcount])
+    info = compiled.cache_info()
+    eager = fn is _masked_integer_power   # its kernel would refuse the skipped exponent
+    assert (info["eager_calls"], info["hits"]) == ((2, 0) if eager else (0, 2)), info
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
