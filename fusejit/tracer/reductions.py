@@ -98,10 +98,11 @@ implements(np.min, np.amin)(_extreme("reduce_min", "min"))
 
 def _logical(op):
     def record(rec, concrete, a, axis=None, out=None, keepdims=False, *, where=True):
-        _check_plain(op, out=out, where=where)
+        _check_plain(op, where=where)
         value = rec.cast(rec.operand(a), np.bool_)
         axes = normalize_axes(axis, value.type.ndim)
-        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+        return _result(rec, concrete, _reduce(rec, op, value, axes, keepdims), op, out,
+                       np.zeros(1, np.bool_))
     return record
 
 
@@ -111,10 +112,10 @@ implements(np.all)(_logical("all"))
 
 def _arg(op):
     def record(rec, concrete, a, axis=None, out=None, *, keepdims=False):
-        _check_plain(op, out=out)
         value = rec.operand(a)
         axes = normalize_axes(axis, value.type.ndim)
-        return wrap(rec, concrete, _reduce(rec, op, value, axes, keepdims))
+        return _result(rec, concrete, _reduce(rec, op, value, axes, keepdims), op, out,
+                       np.zeros(1, np.intp))
     return record
 
 
@@ -184,16 +185,18 @@ def _variance(rec, a, axis, dtype, ddof, keepdims):
 @implements(np.var)
 def _var(rec, concrete, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
          where=True, mean=None, correction=None):
-    _check_plain("var", out=out, where=where, mean=mean)
+    _check_plain("var", where=where, mean=mean)
     ddof = ddof if correction is None else correction   # NumPy 2's name for it
     result = _variance(rec, a, axis, dtype, ddof, keepdims)
-    return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))
+    reference = np.var(_stand_in(a), dtype=dtype)
+    return _result(rec, concrete, rec.cast(result, reference.dtype), "var", out, reference)
 
 
 @implements(np.std)
 def _std(rec, concrete, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
          where=True, mean=None, correction=None):
-    _check_plain("std", out=out, where=where, mean=mean)
+    _check_plain("std", where=where, mean=mean)
     ddof = ddof if correction is None else correction   # NumPy 2's name for it
     result = rec.emit("sqrt", [_variance(rec, a, axis, dtype, ddof, keepdims)])
-    return wrap(rec, concrete, rec.cast(result, np.asarray(concrete).dtype))
+    reference = np.std(_stand_in(a), dtype=dtype)
+    return _result(rec, concrete, rec.cast(result, reference.dtype), "std", out, reference)

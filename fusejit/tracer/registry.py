@@ -5,7 +5,7 @@ import inspect
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import EagerFallback, UnsupportedError
 from .context import surface, unwrap
 from .loc import current_loc
 from .tracer import Tracer, note_shape_seen
@@ -73,13 +73,15 @@ def _of_dynamic(func, args, kwargs) -> bool:
 def _or_host_op(func, record):
     """``record``, or a host op where it refuses the call's options (``np.sum(x, initial=1)``,
     ``np.reshape(x, s, order="F")``, ``np.einsum("ii->i", a)``): NumPy runs them at replay.
-    Not a call that writes an ``out=`` array: a host op's writes would not be traced."""
+    Not a call that writes an ``out=`` array (a host op's writes would not be traced): that
+    one runs eagerly."""
     def apply(rec, concrete, *args, **kwargs):
         try:
             return record(rec, concrete, *args, **kwargs)
         except UnsupportedError:
-            if _writes_out(func, args, kwargs):
-                raise
+            if _writes_out(func, args, kwargs):   # NumPy's call, and the signature eager
+                raise EagerFallback(f"{function_label(func)} with out= and options fusejit "
+                                    "does not trace") from None
             from .host import record_host
             return record_host(rec, concrete, func, function_label(func), args, kwargs)
     return apply

@@ -11,10 +11,9 @@ import functools
 import numpy as np
 import scipy.special
 
-from ..errors import EagerFallback, UnsupportedError
+from ..errors import EagerFallback
 from ..ir import Lit, Var, indexing
 from .context import active, int_beyond, surface, unwrap
-from .loc import current_loc
 from .tracer import Tracer, wrap, write
 
 UFUNC_OPS = {
@@ -45,10 +44,6 @@ def ufunc_label(ufunc) -> str:
     return "scipy.special.erf" if ufunc is scipy.special.erf else f"np.{ufunc.__name__}"
 
 
-def _unsupported(what: str):
-    return UnsupportedError(f"{what} is not supported by fusejit yet (called at {current_loc()})")
-
-
 def handle_ufunc(ufunc, method, inputs, kwargs):
     if method == "at" and ufunc is np.add:
         return surface(np.add.at, _record_add_at, inputs, {})
@@ -58,10 +53,11 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     if method == "reduce" and ufunc in REDUCE_METHODS and not _REDUCE_REFUSES.get(
             ufunc, set()) & {k for k, v in kwargs.items() if v is not None}:
         kwargs.setdefault("axis", 0)
-        if kwargs.get("out") is not None:
-            raise _unsupported(f"{ufunc_label(ufunc)}.reduce with out=")
         for name in ("out", *_REDUCE_REFUSES.get(ufunc, ())):   # given as None: dropped
-            kwargs.pop(name, None)
+            if kwargs.get(name) is None:
+                kwargs.pop(name, None)
+        if isinstance(kwargs.get("out"), tuple):   # np.sum(x, out=o) is this reduce
+            kwargs["out"], = kwargs["out"]
         return REDUCE_METHODS[ufunc](*inputs, **kwargs)
     if method == "__call__" and ufunc in (np.equal, np.not_equal) and not kwargs:
         answer = _compared_with_no_number(ufunc, inputs)
@@ -176,11 +172,20 @@ def _host_ufunc(ufunc, method, inputs, kwargs):
         if method == "__call__" and ufunc.nout == 1 and "where" not in kwargs:
             return _host_ufunc_into(ufunc, inputs, kwargs)
         suffix = "" if method == "__call__" else f".{method}"
-        raise _unsupported(f"{ufunc_label(ufunc)}{suffix} with out=")
+        fn = ufunc if method == "__call__" else getattr(ufunc, method)
+        return _runs_eagerly(fn, f"{ufunc_label(ufunc)}{suffix} with out=", inputs, kwargs)
     kwargs.pop("out", None)
     fn = ufunc if method == "__call__" else getattr(ufunc, method)
     name = ufunc_label(ufunc) + ("" if method == "__call__" else f".{method}")
     return host_call(fn, name, inputs, kwargs)
+
+
+def _runs_eagerly(fn, what, inputs, kwargs):
+    """NumPy's own call, and the signature runs eagerly: ``what`` writes into ``out=`` as
+    no host op's traced write could (only where a mask holds, or reducing into it)."""
+    def record(rec, concrete, *args, **kw):
+        raise EagerFallback(f"{what} is not traced by fusejit")
+    return surface(fn, record, inputs, kwargs)
 
 
 def _host_ufunc_into(ufunc, inputs, kwargs):

@@ -1060,10 +1060,20 @@ def test_string_results_run_eagerly_without_an_internal_error(body):
     (lambda x, out: np.max(x, axis=0, keepdims=True, out=out), np.float32, (1, 4), np.float32,
      True),
     (lambda x, out: x.prod(axis=0, out=out), np.float64, (4,), np.float64, True),
-], ids=["sum", "sum-int-into-int64", "sum-int32-into-int32", "mean", "max-keepdims", "prod"])
+    (lambda x, out: np.add.reduce(x, 0, out=out), np.float64, (4,), np.float64, True),
+    (lambda x, out: np.any(x > 3, axis=1, out=out), np.float64, (6,), np.bool_, True),
+    (lambda x, out: x.argmax(1, out=out), np.float32, (6,), np.intp, True),
+    (lambda x, out: np.var(x, 0, out=out), np.float32, (4,), np.float32, True),
+    (lambda x, out: x.std(1, ddof=1, out=out), np.float64, (6,), np.float64, True),
+    (lambda x, out: np.std(x, 1, out=out), np.float32, (6,), np.float64, False),
+    (lambda x, out: np.mean(x, 0, out=out, where=x > 3), np.float64, (4,), np.float64, False),
+], ids=["sum", "sum-int-into-int64", "sum-int32-into-int32", "mean", "max-keepdims", "prod",
+        "add-reduce", "any", "argmax", "var", "std", "std-f32-into-f64", "mean-where"])
 def test_reductions_with_out_write_into_it(body, x_dtype, out_shape, out_dtype, compiles):
-    # They raised UnsupportedError ("np.sum with out=, initial= or where="); NumPy reduces in
-    # out's dtype, so one of another dtype than the plain result runs eagerly.
+    # They raised UnsupportedError ("np.sum with out=, initial= or where="; np.add.reduce,
+    # np.any, argmax, var and std with out=); NumPy reduces in out's dtype, so one of another
+    # dtype than the plain result runs eagerly, as does out= with options fusejit does not
+    # trace (where=).
     compiled = fusejit.compile(body)
     for step in range(3):
         x = (np.arange(24).reshape(6, 4) % 7 + step).astype(x_dtype)
