@@ -29,6 +29,7 @@ from .containers import (
 )
 from .context import Fallback, Recorder, active, sanitize, set_active
 from .conversions import traced_conversions
+from .creation import as_seen
 from .guards import Guard
 from .pytree import TreeDef, flatten, is_traced_leaf, leaf_paths, unflatten
 from .returned_views import written
@@ -163,7 +164,7 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
                         shapes_vary=shapes_vary)
     proxies, arg_leaves = _make_proxies(recorder, leaves, hints)
     proxy_args, proxy_kwargs = share_repeated(args, kwargs, *unflatten(
-        treedef, [proxies.get(i, leaf) for i, leaf in enumerate(leaves)]))
+        treedef, [proxies.get(i, as_seen(leaf, recorder)) for i, leaf in enumerate(leaves)]))
     recorder.draws.watch_globals()
     recorder.draws.watch_roots(recorder.roots, leaves)
     before = snapshot(leaves, fn, hints)

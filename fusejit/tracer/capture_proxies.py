@@ -24,7 +24,9 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import pystate
+import numpy as np
+
+from . import creation, pystate
 from .captures import (
     MAX_DEPTH,
     bound_parts,
@@ -379,6 +381,8 @@ def _bound(swaps: _Swaps, value, name):
     by reference; the arrays an object holds are swapped."""
     if proxyable(value):
         return swaps.proxy(value, (("object", value), (), f"partial argument {name}"))
+    if value is np:   # a static ``xp=np``: the body's own view of numpy
+        return creation.view_of(swaps.recorder)
     swaps.swap(value, (("object", value), (), name))
     return value
 

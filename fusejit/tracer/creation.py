@@ -128,6 +128,21 @@ def numpy_view() -> NumpyView:
     return NumpyView(**{name: wrapper(name, getattr(np, name)) for name in NAMES})
 
 
+def view_of(recorder) -> NumpyView:
+    """The one view of ``numpy`` a trace's code sees, in its globals, defaults, closure cells,
+    imports, arguments and ``x.__array_namespace__()``: ``xp is np`` holds in the body where
+    it holds eagerly."""
+    view = getattr(recorder, "numpy_view", None)
+    if view is None:
+        view = recorder.numpy_view = numpy_view()
+    return view
+
+
+def as_seen(value, recorder):
+    """``value`` as the body sees it: the trace's view for the ``numpy`` module."""
+    return view_of(recorder) if value is np else value
+
+
 def replacement(value, view: NumpyView):
     """What a global of the traced copy holds instead of ``value``; None: ``value`` itself."""
     if value is np:

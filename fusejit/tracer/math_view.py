@@ -117,16 +117,18 @@ def replacement(value):
     return None
 
 
-def traced_builtins(real) -> dict:
+def traced_builtins(real, numpy_view) -> dict:
     """The builtins of a traced copy: ``real``'s (a module or its dict), with ``__import__``
     giving ``math_view()`` for ``math`` (``import math`` or ``from math import exp`` inside
-    the body), and ``type`` and ``hasattr`` answering for a proxy as for its value
-    (``type_checks``)."""
+    the body) and the trace's view of ``numpy`` for ``numpy``, and ``type`` and ``hasattr``
+    answering for a proxy as for its value (``type_checks``)."""
     names = dict(real if isinstance(real, dict) else vars(real))
     importer = names["__import__"]
 
     def traced_import(name, globals=None, locals=None, fromlist=(), level=0):
         module = importer(name, globals, locals, fromlist, level)
+        if module is np:   # ``import numpy as np`` in the body: the view its globals hold
+            return numpy_view
         return math_view() if module is math else module
     names["__import__"] = traced_import
     from .type_checks import TracedType, traced_hasattr  # they import the tracer

@@ -50,7 +50,7 @@ class Overlay(dict):
         self.real, self.copies = real, copies
         self.before, self.replaced = dict(real), {}
         if "__builtins__" in real:   # read by CPython directly when it makes a function
-            builtins = math_view.traced_builtins(real["__builtins__"])
+            builtins = math_view.traced_builtins(real["__builtins__"], copies.numpy)
             dict.__setitem__(self, "__builtins__", builtins)
             self.replaced["__builtins__"] = builtins
 
@@ -110,7 +110,7 @@ for default argument arrays."""
         self.cells: list = []           # (real cell, new cell, proxy)
         self.plain_cells: list = []     # (real cell, its name, the plain value it held)
         self.plain_reads: dict = {}     # place -> plain_reads.PlainRead: checked on replay
-        self.numpy = creation.numpy_view()
+        self.numpy = creation.view_of(swaps.recorder)
 
     def replace(self, value, module_globals: dict, name: str):
         """An array's proxy, NumPy's view, a same-module function's copy; the arrays held by
@@ -175,6 +175,9 @@ for default argument arrays."""
         where = (("object", func), steps, func.__name__)
         if proxyable(value):
             return self.swaps.proxy(value, where)
+        numpy = creation.replacement(value, self.numpy)   # ``def f(x, xp=np)``
+        if numpy is not None:
+            return numpy
         maths = math_view.replacement(value)
         if maths is not None:
             return maths
@@ -191,8 +194,8 @@ for default argument arrays."""
             value = cell.cell_contents
         except ValueError:      # an empty cell (a name assigned later in the enclosing function)
             return cell
-        maths = math_view.replacement(value)
-        if maths is not None:       # ``exp = math.exp`` in the enclosing function
+        maths = math_view.replacement(value) or creation.replacement(value, self.numpy)
+        if maths is not None:       # ``exp = math.exp``, ``xp = np`` in the enclosing function
             return types.CellType(maths)
         copy = self.swaps.stand_in(value, (("cell", cell), (), name))
         if copy is not None:   # a dict or list passed as an argument too

@@ -9,6 +9,7 @@ result.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ from ..errors import EagerFallback
 from ..ir.types import numeric
 from . import guards, proxy_kinds
 from .context import active
-from .loc import called_from_user, current_loc
+from .loc import called_from_user, classify, current_loc
 from .text import Raised, TextRead, TextSource, TracedText
 
 # NumPy's compiled random code takes its path for generic sequences when it finds no ndarray:
@@ -57,7 +58,8 @@ class ViewLink:
 
 _OWN_SLOTS = frozenset({"value", "recorder", "link", "owns", "path", "masked_read"})
 # ndarray's protocols for other libraries: raw memory or another array API. The body may ask
-# for one (``hasattr(x, "__array_namespace__")``): it gets the array's, and runs eagerly.
+# for one (``x.__dlpack__``): it gets the array's, and runs eagerly. ``__array_namespace__``
+# is a property of its own: NumPy's namespace, whose functions the trace sees.
 ARRAY_CONVERSION = "conversion to a NumPy array (__array__) of a traced value"
 PROTOCOLS = frozenset({"__array_interface__", "__array_namespace__", "__dlpack__",
                        "__dlpack_device__"})
@@ -247,6 +249,25 @@ class Tracer:
     def size(self):
         note_shape_seen(self)
         return int(np.size(self.value))
+
+    @property
+    def __array_namespace__(self):
+        """An array's or NumPy scalar's own (it returns ``numpy``): array-API code (SciPy's
+        ``logsumexp``) then calls NumPy's functions on the proxy, traced as the body's own
+        calls; a conversion among them (``xp.asarray``) runs eagerly as ever."""
+        if not isinstance(self.value, (np.ndarray, np.generic)):
+            raise AttributeError("__array_namespace__")   # a Python float: ``__getattr__``
+        real = self.value.__array_namespace__
+        recorder = self.recorder
+        if recorder is None or active() is not recorder or \
+                classify(sys._getframe(1).f_code.co_filename) != "user":
+            return real
+
+        def namespace(*, api_version=None):   # the body's own ``np``: ``xp is np`` holds
+            real(api_version=api_version)      # NumPy's error for a version it lacks
+            from .creation import view_of
+            return view_of(recorder)
+        return namespace
 
     @property
     def flags(self):

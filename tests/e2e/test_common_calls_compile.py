@@ -215,3 +215,55 @@ def test_a_ufunc_writing_where_a_mask_holds_into_out_compiles(fn, recwarn):
     eager = fn is _masked_integer_power   # its kernel would refuse the skipped exponent
     assert (info["eager_calls"], info["hits"]) == ((2, 0) if eager else (0, 2)), info
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def _scipy_cross_entropy(logits, labels):
+    from scipy.special import logsumexp
+    logp = logits - logsumexp(logits, axis=1, keepdims=True)
+    return -logp[np.arange(len(labels)), labels].mean(), x_namespace(logits) is np
+
+
+def x_namespace(x):   # in the body's file: the body's own numpy, ``is np`` as eagerly
+    return x.__array_namespace__()
+
+
+def test_array_api_code_gets_numpys_namespace_and_is_traced():
+    # SciPy's logsumexp asks for x.__array_namespace__(), which ran the signature eagerly; the
+    # proxy answers numpy, whose functions it traces
+    compiled = check_calls(_scipy_cross_entropy, lambda call: (
+        _data((4, 5), call), np.arange(4) % 5))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def _numpy_by_default(x, xp=np):
+    return x * 2 if xp is np else x * 3
+
+
+def _numpy_in_a_cell():
+    xp = np
+
+    def by_cell(x):
+        return x * 2 if xp is np else x * 3
+    return by_cell
+
+
+def _numpy_imported(x):
+    import numpy
+    from numpy import zeros
+    return x * 2 if numpy is np else x * 3, zeros(2)
+
+
+def _numpy_passed(x, xp):
+    return x * 2 if xp is np else x * 3
+
+
+@pytest.mark.parametrize("fn, extra", [
+    (_numpy_by_default, ()), (_numpy_in_a_cell(), ()), (_numpy_imported, ()),
+    (_numpy_passed, (np,)), (_numpy_passed, (np.linalg,))],
+    ids=["default", "cell", "import", "argument", "another-module"])
+def test_numpy_is_numpy_in_the_body_however_it_comes(fn, extra):
+    # the body's global np is fusejit's view of numpy while it is traced: numpy reached by
+    # a default, a closure cell, an import or an argument was another object, and
+    # ``xp is np`` took the other branch on every call
+    compiled = check_calls(fn, lambda call: (_data((2, 3), call), *extra))
+    assert compiled.cache_info()["eager_calls"] == 0

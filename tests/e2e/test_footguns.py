@@ -939,7 +939,7 @@ def test_stores_spelled_as_calls_are_traced():
 
 
 def _array_api_dispatch(x):
-    if hasattr(x, "__array_namespace__"):      # ndarray has one: this branch, eagerly
+    if hasattr(x, "__array_namespace__"):      # ndarray has one: this branch, compiled
         return x + 1
     return x - 1
 
