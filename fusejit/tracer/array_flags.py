@@ -13,12 +13,9 @@ from . import layouts
 from .context import active
 
 # the contiguity flags, by attribute and by NumPy's dict-style keys
-_CONTIGUITY = {"c_contiguous": "C_CONTIGUOUS", "f_contiguous": "F_CONTIGUOUS",
-               "contiguous": "C_CONTIGUOUS", "fortran": "F_CONTIGUOUS", "forc": "FORC",
-               "fnc": "FNC"}
-_KEYS = {"C_CONTIGUOUS": "C_CONTIGUOUS", "C": "C_CONTIGUOUS", "CONTIGUOUS": "C_CONTIGUOUS",
-         "F_CONTIGUOUS": "F_CONTIGUOUS", "F": "F_CONTIGUOUS", "FORTRAN": "F_CONTIGUOUS",
-         "FORC": "FORC", "FNC": "FNC"}
+_CONTIGUITY = frozenset({"c_contiguous", "f_contiguous", "contiguous", "fortran", "forc", "fnc",
+                         "C_CONTIGUOUS", "C", "CONTIGUOUS", "F_CONTIGUOUS", "F", "FORTRAN",
+                         "FORC", "FNC"})
 
 
 class TracedFlags:
@@ -33,12 +30,12 @@ class TracedFlags:
 
     def __getattr__(self, name):
         value = getattr(self._flags, name)   # NumPy's AttributeError for a name it lacks
-        self._note(name if name in _CONTIGUITY else None, name)
+        self._note(name)
         return value
 
     def __getitem__(self, key):
         value = self._flags[key]   # NumPy's KeyError for a key it lacks
-        self._note(_KEYS.get(key), key)
+        self._note(key)
         return value
 
     def __setattr__(self, name, value):
@@ -58,13 +55,13 @@ class TracedFlags:
     def __repr__(self):
         return repr(self._flags)
 
-    def _note(self, contiguity, name) -> None:
-        if contiguity is not None:
-            recorder = self._tracer.recorder
-            if recorder is not None and active() is recorder:
-                layouts.note(recorder, self._tracer)
-        else:
+    def _note(self, name) -> None:
+        if name not in _CONTIGUITY:
             self._fall_back(f"ndarray.flags.{name} is not traced by fusejit")
+            return
+        recorder = self._tracer.recorder
+        if recorder is not None and active() is recorder:
+            layouts.note(recorder, self._tracer)
 
     def _fall_back(self, reason: str) -> None:
         recorder = self._tracer.recorder
