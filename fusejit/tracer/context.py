@@ -82,6 +82,7 @@ class Recorder:
     nodes: list = field(default_factory=list)
     layout_bases: list = field(default_factory=list)   # Vars reshaped by layout (layouts.py)
     layout_links: dict = field(default_factory=dict)   # Var -> Vars it is laid out like
+    numpy_view: object = None   # the body's view of numpy (creation.view_of)
     captures: list = field(default_factory=list)
     raw: dict = field(default_factory=dict)       # id(ndarray) -> [array, current Var, capture]
     written: dict = field(default_factory=dict)   # id(ndarray) -> (array, values after write)

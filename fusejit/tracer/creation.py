@@ -132,10 +132,9 @@ def view_of(recorder) -> NumpyView:
     """The one view of ``numpy`` a trace's code sees, in its globals, defaults, closure cells,
     imports, arguments and ``x.__array_namespace__()``: ``xp is np`` holds in the body where
     it holds eagerly."""
-    view = getattr(recorder, "numpy_view", None)
-    if view is None:
-        view = recorder.numpy_view = numpy_view()
-    return view
+    if recorder.numpy_view is None:
+        recorder.numpy_view = numpy_view()
+    return recorder.numpy_view
 
 
 def as_seen(value, recorder):

@@ -97,12 +97,11 @@ def _record_masked_into(rec, concrete, *inputs, ufunc, out, where, casting="same
     target = out[0]
     if not isinstance(target, Tracer) and type(target) is not np.ndarray:
         raise EagerFallback(f"{ufunc_label(ufunc)} with out= of type {type(target).__name__}")
-    loop = ufunc.resolve_dtypes(tuple(dtype_spec(x) for x in inputs) + (None,))
+    var, loop = _in_loop(rec, ufunc, inputs)
     if ufunc is np.power and loop[-1].kind in "iu":
         raise EagerFallback("an integer np.power with where= and out=")
-    values = [rec.operand(x, loop[i]) for i, x in enumerate(inputs)]
     dtype, shape = target.dtype, target.shape
-    result = rec.broadcast(rec.cast(emit_ufunc(rec, UFUNC_OPS[ufunc], values), dtype), shape)
+    result = rec.broadcast(rec.cast(var, dtype), shape)
     mask = rec.broadcast(rec.operand(where, np.bool_), shape)
     return write_out(rec, target, rec.emit("where", [mask, result, rec.operand(target)]))
 
@@ -168,15 +167,13 @@ def _host_ufunc(ufunc, method, inputs, kwargs):
     """An unmapped ufunc or method (``np.add.accumulate``, ``where=`` without ``out=``,
     whose unselected elements NumPy leaves uninitialised, as the host op does): a host op."""
     from .host import host_call
+    fn = ufunc if method == "__call__" else getattr(ufunc, method)
+    name = ufunc_label(ufunc) + ("" if method == "__call__" else f".{method}")
     if kwargs.get("out") is not None:
         if method == "__call__" and ufunc.nout == 1 and "where" not in kwargs:
             return _host_ufunc_into(ufunc, inputs, kwargs)
-        suffix = "" if method == "__call__" else f".{method}"
-        fn = ufunc if method == "__call__" else getattr(ufunc, method)
-        return _runs_eagerly(fn, f"{ufunc_label(ufunc)}{suffix} with out=", inputs, kwargs)
+        return _runs_eagerly(fn, f"{name} with out=", inputs, kwargs)
     kwargs.pop("out", None)
-    fn = ufunc if method == "__call__" else getattr(ufunc, method)
-    name = ufunc_label(ufunc) + ("" if method == "__call__" else f".{method}")
     return host_call(fn, name, inputs, kwargs)
 
 
@@ -227,13 +224,17 @@ def dtype_spec(x):
 
 
 def record_ufunc(rec, concrete, ufunc, inputs, out=None, weak=False):
-    specs = tuple(dtype_spec(x) for x in inputs)
-    loop = ufunc.resolve_dtypes(specs + (None,) * ufunc.nout)
-    values = [rec.operand(x, loop[i]) for i, x in enumerate(inputs)]
-    var = emit_ufunc(rec, UFUNC_OPS[ufunc], values, weak)
+    var = _in_loop(rec, ufunc, inputs, weak)[0]
     if out is None:
         return wrap(rec, concrete, var)
     return write_out(rec, out[0], var)
+
+
+def _in_loop(rec, ufunc, inputs, weak=False):
+    """(the ufunc's op over ``inputs`` cast to the loop NumPy picks, that loop's dtypes)."""
+    loop = ufunc.resolve_dtypes(tuple(dtype_spec(x) for x in inputs) + (None,) * ufunc.nout)
+    values = [rec.operand(x, loop[i]) for i, x in enumerate(inputs)]
+    return emit_ufunc(rec, UFUNC_OPS[ufunc], values, weak), loop
 
 
 def write_out(rec, target, var):
