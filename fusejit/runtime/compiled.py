@@ -157,6 +157,14 @@ def _resolve_target(target: str) -> str:
     return "cuda"
 
 
+def _set_defaults(fn, name: str, value) -> None:
+    """``f.__defaults__ = (...)`` on the function compiled; Python's AttributeError where it
+    is not a function (a partial would take the attribute and use it nowhere)."""
+    if not isinstance(fn, types.FunctionType):
+        raise AttributeError(f"{type(fn).__name__!r} object attribute {name!r} cannot be set")
+    setattr(fn, name, value)
+
+
 class CompiledFunction:
     """Traces on the first call per signature, then replays the compiled program."""
 
@@ -186,6 +194,23 @@ class CompiledFunction:
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else BoundCompiled(self, obj)
+
+    # -- the wrapped function's defaults, read again before each replay (``plain_reads``) --
+    @property
+    def __defaults__(self):
+        return getattr(self.fn, "__defaults__", None)
+
+    @__defaults__.setter
+    def __defaults__(self, value):
+        _set_defaults(self.fn, "__defaults__", value)
+
+    @property
+    def __kwdefaults__(self):
+        return getattr(self.fn, "__kwdefaults__", None)
+
+    @__kwdefaults__.setter
+    def __kwdefaults__(self, value):
+        _set_defaults(self.fn, "__kwdefaults__", value)
 
     def __repr__(self):
         return f"<fusejit.CompiledFunction {self.__qualname__} target={self.target}>"

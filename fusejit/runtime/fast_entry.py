@@ -65,7 +65,7 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
     SCALE``, ``if self.bias is not None``): a global still bound to the same object passes at
     the cost of a dict lookup."""
     names["absent"], names["owner"] = pystate.ABSENT, owner
-    names["module_type"] = types.ModuleType
+    names["module_type"], names["method_of"] = types.ModuleType, pystate.method_of
     for k, read in enumerate(trace.plain_reads):
         names[f"read{k}"], names[f"value{k}"] = read, read.value
         if hasattr(read, "steps"):   # ``config.SCALE``: ``code_reads.ChainRead``
@@ -92,6 +92,8 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
 _STEP = {"module": "o.__dict__.get({name!r}, absent) if type(o) is module_type else absent",
          "object": "o.__dict__.get({name!r}, absent) if type(o) is {cls} else absent",
          "item": "o.get({name!r}, absent) if type(o) is dict else absent",
+         "index": "o[{name!r}] if type(o) is list and -len(o) <= {name!r} < len(o) else absent",
+         "method": "method_of(o, {name!r}) if type(o) is {cls} else absent",
          "class": "getattr(o, {name!r}, absent) if type(o) is type else absent"}
 
 

@@ -11,15 +11,24 @@ read again before each replay of that path; one that holds anything else fails t
 the call takes another path or traces one of its own. The reverse (an array bound to None)
 fails the captured array's read (``Capture.resolve``). An attribute the body changes itself
 (``self.t += 1``) is ``pystate``'s watch, not a read.
+
+So is an attribute that held a function, ufunc, class, dtype, slice or range
+(``pystate.is_named``: ``self.act = np.tanh``, held by identity), each plain item of a list
+or dict attribute (``self.sizes[0]``, ``self.cfg["eps"]``, three levels down), and each method
+of the object's class that the body's code names (``self.act(x)``): the function the call
+would run, which a class patched later (``Net.act = ...``) or an attribute set on the object
+shadowing it (``net.act = np.sin``) changes. Plain attributes come first, methods last, up to
+``MAX_READS`` in all.
 """
 from __future__ import annotations
 
+import dis
 import types
 from dataclasses import dataclass
 
 from . import pystate
 from .captures import bound_parts, code_names
-from .loc import classify
+from .loc import classify, per_code
 from .side_effects import STATIC
 
 MAX_READS = 64   # attributes read again per replay, at most
@@ -52,41 +61,115 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
     the body, under a name its code (or their classes' methods) reads. ``entered``: the code
     objects the body's frames ran; a value other than None is read again only under a name
     that code reads (a counter another method of the class advances is no concern of the
-    body's unless it reads it), or, where that is not known, any of the classes' methods."""
-    names = _names(fn, snaps)
-    read = names if entered is None else _entered_names(entered)
-    found = []
+    body's unless it reads it), or, where that is not known, any of the classes' methods. An
+    item of a list or dict attribute is read again only under a key that code subscripts by
+    a constant (``self.cfg["eps"]``, not ``self.state["steps"]`` the caller counts in)."""
+    every = _codes(fn, snaps)
+    codes = every if entered is None else \
+        [code for code in entered if classify(code.co_filename) == "user"]
+    names, read = _names_of(every), _names_of(codes)
+    keys = frozenset().union(*map(_constant_keys, codes))
+    found, late = [], []
     for snap in snaps:
         if snap.leaf in (-1, STATIC):
             continue
+        leaf = -1 if snap.leaf is None else snap.leaf
         for name, value in snap.attrs.items():
-            if name in (names if value is None else read) and pystate.is_plain(value) and \
-                    pystate.same(value, pystate.get_attribute(snap.obj, name)):
-                found.append(AttributeRead(-1 if snap.leaf is None else snap.leaf,
-                                           (*snap.steps, ("attr", name)),
-                                           f"{snap.label}.{name}", value))
-    return tuple(found[:MAX_READS])
+            if name not in (names if value is None else read):
+                continue
+            if pystate.read_again(value):
+                found += _held(snap, leaf, (("attr", name),), value)
+            elif type(value) in (list, dict):
+                before = (snap.plain or {}).get(name, {})
+                found += [held for path, item in _items(value, keys, pystate.NESTED)
+                          if path in before or not pystate.is_plain(item)
+                          for held in _held(snap, leaf, pystate.steps_of(name, path),
+                                            before.get(path, item))]
+        late += _class_reads(snap, leaf, read)
+    return tuple((found + late)[:MAX_READS])
 
 
-def _names(fn, snaps) -> set[str]:
-    """Attribute names read by the body's code and by the methods of the snapshot objects'
-    classes (``self.project(x)`` reading ``self.bias``)."""
-    names: set[str] = set()
+def _held(snap, leaf: int, steps: tuple, value) -> list:
+    """The read of ``value`` at ``steps`` below the snapshot's object, if it still holds it."""
+    if not pystate.same(value, pystate.walk(snap.obj, steps)):
+        return []   # the body changed it: ``pystate``'s watch
+    label = f"{snap.label}.{steps[0][1]}{pystate.path_text(tuple(k for _, k in steps[1:]))}"
+    return [AttributeRead(leaf, (*snap.steps, *steps), label, value)]
+
+
+def _items(container, keys: frozenset, depth: int):
+    """(path, value): the plain and named items under ``keys`` in a list or dict, and in the
+    lists and dicts it holds, ``depth`` levels down."""
+    pairs = container.items() if type(container) is dict else enumerate(container)
+    for key, value in list(pairs):
+        if key not in keys and (type(container) is dict or key - len(container) not in keys):
+            continue
+        if pystate.read_again(value):
+            yield (key,), value
+        elif depth > 1 and type(value) in (list, dict):
+            yield from (((key, *path), item) for path, item in _items(value, keys, depth - 1))
+
+
+def _class_reads(snap, leaf: int, read: set) -> list:
+    """What the object's class holds under the names ``read`` that its own attributes do not
+    shadow: a method (the function a call runs: ``self.act(x)``), a static or class method,
+    a plain or named class attribute (``self.scale`` set on the class)."""
+    cls, obj = type(snap.obj), snap.obj
+    if type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
+        return []   # its own attribute lookup
+    found = []
+    for name in sorted(read):
+        if name in snap.attrs or name.startswith("__"):
+            continue
+        held = next((vars(k)[name] for k in cls.__mro__[:-1] if name in vars(k)), None)
+        if held is None or not (isinstance(held, (types.FunctionType, staticmethod,
+                                                  classmethod)) or
+                                (pystate.read_again(held) and
+                                 not hasattr(type(held), "__get__"))):
+            continue   # a property, a descriptor: it reads elsewhere
+        value = pystate.method_of(obj, name)
+        if pystate.read_again(value):
+            found.append(AttributeRead(leaf, (*snap.steps, ("method", name)),
+                                       f"{snap.label}.{name}", value))
+    return found
+
+
+def _codes(fn, snaps) -> list:
+    """The body's code and the methods of the snapshot objects' classes (``self.project(x)``
+    reading ``self.bias``)."""
+    codes = []
     _, func = bound_parts(getattr(fn, "func", fn))
     if isinstance(func, types.FunctionType):
-        names |= code_names(func.__code__)
+        codes.append(func.__code__)
     for cls in {type(snap.obj) for snap in snaps if snap.leaf != -1}:
         for klass in cls.__mro__[:-1]:
             for value in vars(klass).values():
                 value = getattr(value, "__func__", value)   # staticmethod, classmethod
                 if isinstance(value, types.FunctionType):
-                    names |= code_names(value.__code__)
-    return names
+                    codes.append(value.__code__)
+    return codes
 
 
-def _entered_names(entered) -> set[str]:
+def _names_of(codes) -> set[str]:
     names: set[str] = set()
-    for code in entered:
-        if classify(code.co_filename) == "user":
-            names |= code_names(code)
+    for code in codes:
+        names |= code_names(code)
     return names
+
+
+_SUBSCRIPTS = ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR")
+
+
+@per_code()
+def _constant_keys(code) -> frozenset:
+    """The str and int constants the code (and the code nested in it) subscripts by."""
+    keys = set()
+    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    for ins, after in zip(instructions, instructions[1:], strict=False):
+        if ins.opname == "LOAD_CONST" and type(ins.argval) in (str, int) and \
+                after.opname in _SUBSCRIPTS + ("COPY", "DUP_TOP_TWO"):
+            keys.add(ins.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            keys |= _constant_keys(const)
+    return frozenset(keys)

@@ -48,10 +48,40 @@ _METHOD_BIT = sys.version_info >= (3, 12)   # LOAD_ATTR's low oparg bit: a metho
 class Places:
     """What ``entering`` noted in one trace: place -> (its read, whether code loads it)."""
 
-    def __init__(self, draws=None):
+    def __init__(self, draws=None, cells=None):
         self.found: dict = {}
         self.draws = draws   # random_draws.Draws: the generators the code loads are watched
         self.seen: dict = {}   # (id(code), id(globals)) -> code: those looked at
+        self.cells = {} if cells is None else cells   # id(code) -> Cells (None: two closures)
+
+
+class Cells:
+    """A function's closure cells by name, read as a module's globals are (``get``): the root
+    of ``cfg["b"]`` for a closure ``cfg``, a cell the enclosing function may rebind."""
+
+    def __init__(self, names: tuple, cells: tuple, direct: bool = False):
+        self.cells = dict(zip(names, cells, strict=True))
+        self.direct = direct   # a function run as it is: its cells' own values are read here
+
+    def get(self, name: str, default=None):
+        cell = self.cells.get(name)
+        try:
+            return default if cell is None else cell.cell_contents
+        except ValueError:   # not bound yet, or deleted
+            return default
+
+
+def note_closure(found: dict, func, direct: bool = False) -> None:
+    """``func``'s cells as the root of the chains its code loads from them (``direct``: and of
+    the values the cells hold, for a function that runs as it is, not as a traced copy whose
+    cells the overlay reads); none where two closures of one code object run in a trace
+    (which one a frame reads is not known)."""
+    cells = Cells(func.__code__.co_freevars, func.__closure__, direct)
+    key = id(func.__code__)
+    if key in found and (found[key] is None or found[key].cells != cells.cells):
+        found[key] = None
+    else:
+        found[key] = cells
 
 
 def entering(frame, places: Places) -> None:
@@ -72,16 +102,26 @@ def entering(frame, places: Places) -> None:
         module_globals, prefix = real, "global "
     else:
         name = module_globals.get("__name__")
+        if isinstance(name, str) and name.startswith("namedtuple_"):
+            return   # ``collections.namedtuple``'s ``__new__``, made by ``eval``: Python's
         prefix = f"global {name}." if isinstance(name, str) else "global "
-    for steps, stored in chains:
+    cells = places.cells.get(id(frame.f_code))
+    for steps, stored, scope in chains:
+        if scope == "cell":   # a copy's cell itself: the overlay's (``plain_reads``)
+            if cells is not None and (len(steps) > 1 or cells.direct):
+                _noted(cells, steps, stored, places, "closure ")
+            continue
         if places.draws is not None:   # ``RNG.normal(...)``, ``get_rng()``: ``random_draws``
             places.draws.watch_source(("global", module_globals, steps[0]), prefix + steps[0])
-        if real is not None and len(steps) == 1:
-            continue
-        try:
-            _note(module_globals, steps, stored, places, prefix)
-        except Exception:   # noqa: BLE001 -- the user's own code raised: not looked at
-            log.debug("not read again: %s", steps, exc_info=True)
+        if real is None or len(steps) > 1:
+            _noted(module_globals, steps, stored, places, prefix)
+
+
+def _noted(root, steps: tuple, stored: bool, places: Places, prefix: str) -> None:
+    try:
+        _note(root, steps, stored, places, prefix)
+    except Exception:   # noqa: BLE001 -- the user's own code raised: not looked at
+        log.debug("not read again: %s", steps, exc_info=True)
 
 
 def settle(places: Places | None, recorder) -> dict:
@@ -94,18 +134,20 @@ def settle(places: Places | None, recorder) -> dict:
         if pystate.changed(read.value, now):
             watch = pystate.Watch(read.label, lambda _root, read=read: read.now(), key)
             recorder.state_changed(watch, read.value, now)
-        elif loaded and pystate.is_plain(read.value) and read.holds():
+        elif loaded and pystate.read_again(read.value) and read.holds():
             kept[key] = read
     return kept
 
 
 @dataclass(frozen=True, eq=False)
 class ChainRead(ReadAgain):
-    """A plain ``value`` the trace read at the end of ``steps`` from the module globals
-    ``root``: the global's name, then ``(kind, name, cls)`` steps (``kind``: "module",
-    "class", "object" or "item"). Each replay walks them again, so an object rebound under its
-    global name is read anew (``opts = Options(lr=0.1)`` before every call keeps the path),
-    and an inherited class attribute shadowed later is found."""
+    """A plain or named ``value`` the trace read at the end of ``steps`` from the module
+    globals ``root`` (or a function's closure ``Cells``): the global's name, then ``(kind,
+    name, cls)`` steps (``kind``: "module", "class", "object", "method", "item" or "index",
+    a list's).
+    Each replay walks them again, so an object rebound under its global name is read anew
+    (``opts = Options(lr=0.1)`` before every call keeps the path), and an inherited class
+    attribute shadowed later is found."""
 
     root: dict
     steps: tuple
@@ -125,20 +167,38 @@ class ChainRead(ReadAgain):
 def _step(obj, kind: str, name, cls):
     """``obj.name`` (``obj[name]`` for an item) as the code's load reads it, or ABSENT."""
     if kind == "item":
-        return obj.get(name, pystate.ABSENT) if type(obj) is dict else pystate.ABSENT
+        return obj.get(name, pystate.ABSENT) if _plain_dict(obj) else pystate.ABSENT
+    if kind == "index":
+        return _index(obj, name) if type(obj) is list else pystate.ABSENT
     if kind == "module":
         return obj.__dict__.get(name, pystate.ABSENT) if isinstance(obj, types.ModuleType) \
             else pystate.ABSENT
     if kind == "class":
-        return getattr(obj, name, pystate.ABSENT) if type(obj) is type else pystate.ABSENT
+        return _in_class(obj, name) if type(obj) is type else pystate.ABSENT
+    if kind == "method":   # the function the call runs: the class's, or the object's own
+        return pystate.method_of(obj, name) if type(obj) is cls else pystate.ABSENT
     kind, attrs = ("object", obj.__dict__) if type(obj) is cls else \
         _namespace(obj, "attr", name)   # another class: a property of that name, perhaps
     return attrs.get(name, pystate.ABSENT) if kind == "object" else pystate.ABSENT
 
 
+def _in_class(cls, name: str):
+    """What the class (or the first base that has it) holds under ``name``, as its
+    ``__dict__`` holds it: a staticmethod itself, not the function it hands out."""
+    return next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), pystate.ABSENT)
+
+
+def _plain_dict(obj) -> bool:
+    """A dict, or a subclass reading its items as a dict does (``OrderedDict``,
+    ``defaultdict``)."""
+    return isinstance(obj, dict) and type(obj).get is dict.get and \
+        type(obj).__getitem__ is dict.__getitem__
+
+
 def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: str) -> None:
-    """Walk ``steps`` from the global through modules, classes, objects and dicts, noting each
-    place that holds a plain value (the last one even when absent, for a store)."""
+    """Walk ``steps`` from the global through modules, classes, objects, dicts and lists,
+    noting each place that holds a plain or named value (the last one even when absent, for a
+    store); a plain value ends the walk."""
     walked, obj = [steps[0]], module_globals.get(steps[0], pystate.ABSENT)
     for depth in range(len(steps)):
         if depth:
@@ -149,7 +209,7 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             walked.append((kind, name, type(obj)))
             obj = mapping.get(name, pystate.ABSENT)
         last = depth == len(steps) - 1
-        if pystate.is_plain(obj) or (obj is pystate.ABSENT and stored and last):
+        if pystate.read_again(obj) or (obj is pystate.ABSENT and stored and last):
             label = prefix + _label(steps[:depth + 1])
             read = PlainRead(("global", module_globals, steps[0]), obj, label) \
                 if depth == 0 else ChainRead(module_globals, tuple(walked), obj, label)
@@ -174,7 +234,9 @@ def _namespace(holder, kind: str, name) -> tuple:
     user module's, class's or object's ``__dict__``), or ``holder[name]`` (a dict); (None,
     None) where it reads elsewhere (a property, a library's object, a dict subclass)."""
     if kind == "item":
-        return ("item", holder) if type(holder) is dict else (None, None)
+        if type(holder) is list and type(name) is int:   # ``SIZES[0]``
+            return "index", {name: _index(holder, name)}
+        return ("item", holder) if _plain_dict(holder) else (None, None)
     if isinstance(holder, types.ModuleType):
         return ("module", holder.__dict__) if _users(holder) else (None, None)
     if isinstance(holder, type):
@@ -201,7 +263,15 @@ def _namespace(holder, kind: str, name) -> tuple:
         attrs = object.__getattribute__(holder, "__dict__")
     except AttributeError:   # slots only
         return None, None
-    return ("object", attrs) if type(attrs) is dict else (None, None)
+    if type(attrs) is not dict:
+        return None, None
+    if name not in attrs and isinstance(found, (types.FunctionType, staticmethod, classmethod)):
+        return "method", {name: pystate.method_of(holder, name)}   # ``MODEL.forward(x)``
+    return "object", attrs
+
+
+def _index(items: list, k: int):
+    return items[k] if -len(items) <= k < len(items) else pystate.ABSENT
 
 
 def _users(module) -> bool:
@@ -222,7 +292,8 @@ def _users_file(file: str) -> bool:
 
 @per_code()
 def _chains(code) -> tuple:
-    """The chains of names the code loads from or stores through, each (names, stored)."""
+    """The chains of names the code loads from or stores through, each (names, stored, scope:
+    "global" or "cell", a closure's)."""
     if not _users_file(code.co_filename):
         return ()
     return _scan([ins for ins in dis.get_instructions(code)   # EXTENDED_ARG: in the next
@@ -233,9 +304,10 @@ def _scan(instructions: list) -> tuple:
     found = set()
     for k, ins in enumerate(instructions):
         if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-            found.add(((ins.argval,), True))
-        if ins.opname == "LOAD_GLOBAL":
-            found.update(_chain(instructions, k))
+            found.add(((ins.argval,), True, "global"))
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_DEREF"):
+            scope = "global" if ins.opname == "LOAD_GLOBAL" else "cell"
+            found.update((*chain, scope) for chain in _chain(instructions, k))
     return tuple(sorted(found, key=repr))
 
 

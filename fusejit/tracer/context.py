@@ -124,6 +124,8 @@ class Recorder:
     entered: set | None = None   # code objects the body's frames ran (type_checks.watched);
     #                              None where a debugger's trace function was there first
     code_places: object = None   # code_reads.Places: what the code the body ran read, stored
+    closure_cells: dict = field(default_factory=dict)   # id(code) -> code_reads.Cells: the
+    #                            closure cells of the functions the body runs as copies
     draws: Draws = field(default_factory=Draws)   # the random generators the body can reach
     stand_ins: dict = field(default_factory=dict)   # the other way round: id(the caller's) ->
     #                            the body's copy (``capture_proxies._Swaps.stand_in``)

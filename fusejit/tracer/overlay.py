@@ -147,6 +147,8 @@ for default argument arrays."""
             closure = tuple(self._cell(cell, name)
                             for cell, name in zip(closure, func.__code__.co_freevars,
                                                   strict=True))
+        if func.__closure__:   # ``cfg["b"]`` of a closure dict: ``code_reads``
+            code_reads.note_closure(self.swaps.recorder.closure_cells, func)
         copy = types.FunctionType(func.__code__, overlay, func.__name__, self._defaults(func),
                                   closure)
         copy.__kwdefaults__, copy.__qualname__ = self._kwdefaults(func), func.__qualname__
@@ -159,20 +161,26 @@ for default argument arrays."""
     def _defaults(self, func):
         """Default arguments as the body reads them through ``func.__defaults__``."""
         defaults = func.__defaults__ or ()
-        return tuple(self._default(func, value, (("attr", "__defaults__"), ("item", i)))
-                     for i, value in enumerate(defaults)) or None
+        code = func.__code__
+        names = code.co_varnames[:code.co_argcount][-len(defaults):] if defaults else ()
+        return tuple(self._default(func, value, (("attr", "__defaults__"), ("item", i)), name)
+                     for i, (value, name) in enumerate(zip(defaults, names, strict=True))) \
+            or None
 
     def _kwdefaults(self, func):
         """Keyword-only defaults as the body reads them through ``func.__kwdefaults__``."""
         if not func.__kwdefaults__:
             return func.__kwdefaults__
-        return {k: self._default(func, v, (("attr", "__kwdefaults__"), ("item", k)))
+        return {k: self._default(func, v, (("attr", "__kwdefaults__"), ("item", k)), k)
                 for k, v in func.__kwdefaults__.items()}
 
-    def _default(self, func, value, steps):
+    def _default(self, func, value, steps, name: str):
         """An array's proxy; the arrays in a default dict, list or object (``cfg=STATE``)
-        swapped in place, as those of a global."""
+        swapped in place, as those of a global; a plain or named value read again on replay
+        (``func.__defaults__ = (5.0,)`` is seen)."""
         where = (("object", func), steps, func.__name__)
+        plain_reads.record_path(self.plain_reads, func, steps, value,
+                                f"default {name} of {func.__qualname__}")
         if proxyable(value):
             return self.swaps.proxy(value, where)
         numpy = creation.replacement(value, self.numpy)   # ``def f(x, xp=np)``
@@ -194,6 +202,10 @@ for default argument arrays."""
             value = cell.cell_contents
         except ValueError:      # an empty cell (a name assigned later in the enclosing function)
             return cell
+        plain_reads.record(self.plain_reads, ("cell", cell), value, f"closure {name}")
+        if type(value) is types.FunctionType and value.__closure__ and \
+                classify(value.__code__.co_filename) == "user":   # a helper beside the body
+            code_reads.note_closure(self.swaps.recorder.closure_cells, value, direct=True)
         maths = math_view.replacement(value) or creation.replacement(value, self.numpy)
         if maths is not None:       # ``exp = math.exp``, ``xp = np`` in the enclosing function
             return types.CellType(maths)
@@ -212,7 +224,6 @@ for default argument arrays."""
             self.swaps.swap(value, (("cell", cell), (), name))
             if pystate.is_plain(value):   # ``nonlocal step; step += 1`` changes it
                 self.plain_cells.append((cell, name, value))
-                plain_reads.record(self.plain_reads, ("cell", cell), value, f"closure {name}")
             return cell
         proxy = self.swaps.proxy(value, (("cell", cell), (), name))
         new = types.CellType(proxy)

@@ -1,13 +1,16 @@
-"""Plain Python values the body read from globals and closure cells: ``x * SCALE``.
+"""Plain Python values the body read from globals, closure cells and defaults: ``x * SCALE``.
 
 The trace keeps what it read (a literal in a kernel, a shape, the branch ``if USE_BIAS:``
 took), so after ``SCALE = 3.0`` a replay would still answer for 2.0. Each global of the body's
-module (and of the same-module helpers it calls, which read the same overlay) and each closure
-cell that held a number, bool, string, None, enum member, NumPy scalar or short tuple of them
-(``pystate.is_plain``) when the body read it is read again before each replay of that path.
-A value no longer equal to it (of another type, or gone) fails the path, and the call takes
-another path or traces one of its own, up to ``max_traces`` per signature. The body's own
-changes (``global step; step += 1``) are ``pystate``'s: such a read is not kept.
+module (and of the same-module helpers it calls, which read the same overlay), each closure
+cell and each default argument (``def f(x, s=2.0)``, read through ``f.__defaults__``) that
+held a number, bool, string, None, enum member, NumPy scalar or short tuple of them
+(``pystate.is_plain``) when the body read it is read again before each replay of that path,
+and so is one that held a function, ufunc, class, dtype, slice or range (``ACT = np.tanh``,
+``DT = np.float32``: ``pystate.is_named``, the same object or an equal dtype, slice or
+range). A value no longer equal to it (of another type, or gone) fails the path, and the call
+takes another path or traces one of its own, up to ``max_traces`` per signature. The body's
+own changes (``global step; step += 1``) are ``pystate``'s: such a read is not kept.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from . import pystate
 
 log = topic("trace")
 
-MAX_READS = 64   # values read again per replay, at most (then: what stays frozen is logged)
+MAX_READS = 128   # values read again per replay, at most (then: what stays frozen is logged)
 
 
 class ReadAgain:
@@ -51,11 +54,35 @@ class PlainRead(ReadAgain):
         return pystate.source_root(self.source)
 
 
+@dataclass(frozen=True, eq=False)
+class PathRead(ReadAgain):
+    """``path`` (``pystate.walk``'s steps) below the object ``holder`` held ``value``: a
+    function's default, ``(("attr", "__defaults__"), ("item", 0))``."""
+
+    holder: object
+    path: tuple
+    value: object
+    label: str
+
+    @property
+    def source(self) -> tuple:
+        return ("object", self.holder)
+
+    def now(self):
+        return pystate.walk(self.holder, self.path)
+
+
 def record(reads: dict, source: tuple, value, label: str) -> None:
-    """Note a read of a plain ``value`` at ``source``, once per place."""
-    if pystate.is_plain(value):
+    """Note a read of a plain or named ``value`` at ``source``, once per place."""
+    if pystate.read_again(value):
         reads.setdefault((source[0], id(source[1]), *source[2:]), PlainRead(source, value,
                                                                           label))
+
+
+def record_path(reads: dict, holder, path: tuple, value, label: str) -> None:
+    """Note a read of a plain or named ``value`` at ``path`` below ``holder``."""
+    if pystate.read_again(value):
+        reads.setdefault(("object", id(holder), path), PathRead(holder, path, value, label))
 
 
 def kept(reads: dict) -> tuple[PlainRead, ...]:
@@ -63,7 +90,7 @@ def kept(reads: dict) -> tuple[PlainRead, ...]:
     (one the body changed is ``pystate``'s watch), the first ``MAX_READS``."""
     found = [read for read in reads.values() if read.holds()]
     if len(found) > MAX_READS:
-        log.warning("the body read %d plain values from globals and closures; those after "
+        log.warning("the body read %d values from globals, closures and defaults; those after "
                     "the first %d (%s, ...) are not checked before replays", len(found),
                     MAX_READS, found[MAX_READS].label)
     return tuple(found[:MAX_READS])

@@ -13,7 +13,9 @@ eagerly. A counter changes again, and the signature runs eagerly for good.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +26,11 @@ STATE_CHANGED = ("Python state that replay would not update: {} {} in the body (
 ABSENT = object()   # a name or item that is not there (before the body made it, or removed)
 NESTED = 3          # levels of lists and dicts looked into below an attribute
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
+# what a read holds by identity (``ACT = np.tanh``, a helper, a class) or by value (a dtype,
+# ``slice(1, 5)``, ``range(4)``): ``is_named``
+_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                functools.partial, np.ufunc, type, staticmethod, classmethod)
+_BY_VALUE = (np.dtype, slice, range)
 
 
 # Attributes that a class of Python's library fills as a cache of its own: the body does not
@@ -47,6 +54,37 @@ def is_plain(value) -> bool:
     if isinstance(value, np.generic):
         return not isinstance(value, np.void)    # a structured scalar compares by dtype
     return type(value) in (tuple, frozenset) and len(value) <= 64 and all(map(is_plain, value))
+
+
+def is_named(value) -> bool:
+    """A function, method, partial, ufunc or class (held by identity), or a dtype, slice or
+    range (by value): what the body calls or passes on (``ACT(x)``, ``x.astype(DT)``,
+    ``x[SL]``), which a replay takes as the trace read it; or a short tuple holding one
+    (``ACTS = (np.tanh, np.sin)``), or a named tuple of such values or plain ones
+    (``Cfg(eps=1e-5)``). Read again like a plain value, but not state: the body rebinding one
+    is not watched."""
+    cls = type(value)
+    if issubclass(cls, _BY_IDENTITY + _BY_VALUE):
+        return True
+    return issubclass(cls, tuple) and (cls is tuple or hasattr(cls, "_fields")) and \
+        len(value) <= 64 and not is_plain(value) and all(map(read_again, value))
+
+
+def read_again(value) -> bool:
+    """A value a read of a global, cell, default or attribute is checked for on replay."""
+    return is_plain(value) or is_named(value)
+
+
+def _same_named(expected, current) -> bool:
+    if current is expected:
+        return True
+    if type(current) is not type(expected):
+        return False
+    if isinstance(expected, tuple):
+        return len(current) == len(expected) and all(
+            a is b or (_same_named(a, b) if is_named(a) else equal(a, b))
+            for a, b in zip(expected, current, strict=False))
+    return isinstance(expected, _BY_VALUE) and current == expected
 
 
 def equal(a, b) -> bool:
@@ -86,6 +124,8 @@ def same(expected, current, depth: int = NESTED) -> bool:
     ``self.cache = {"h": h}`` set where there was none)."""
     if type(expected) is np.ndarray:
         return type(current) is np.ndarray
+    if is_named(expected):
+        return _same_named(expected, current)
     if type(expected) in (list, tuple, dict) and not is_plain(expected):
         if type(current) is not type(expected) or len(current) != len(expected):
             return False
@@ -197,8 +237,19 @@ def walk(target, steps: tuple):
     for step, key in steps:
         if target is ABSENT:
             break
-        target = get_attribute(target, key) if step == "attr" else get_path(target, (key,))
+        target = get_attribute(target, key) if step == "attr" else \
+            method_of(target, key) if step == "method" else get_path(target, (key,))
     return target
+
+
+def method_of(obj, name: str):
+    """The function ``obj.name`` calls: a method's own function (the class's, unless the
+    object's own attribute shadows it), or what the attribute holds; ABSENT if none."""
+    found = getattr(obj, name, ABSENT)
+    if type(found) is types.MethodType and (found.__self__ is obj or
+                                            found.__self__ is type(obj)):
+        return found.__func__   # a method, a classmethod: made anew on each lookup
+    return found
 
 
 def source_root(source):

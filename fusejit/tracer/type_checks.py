@@ -95,7 +95,8 @@ def watched(recorder):
         return within
 
     entered = recorder.entered = set()
-    places = recorder.code_places = code_reads.Places(recorder.draws)
+    places = recorder.code_places = code_reads.Places(recorder.draws,
+                                                           recorder.closure_cells)
     draws = recorder.draws
 
     def entering(frame, event, arg):
