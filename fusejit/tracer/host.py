@@ -185,6 +185,25 @@ def _same_container(concrete, items):
     return type(concrete)(items)
 
 
+def _round_float(value, ndigits: int):
+    return np.float64(round(value, ndigits))
+
+
+def python_round(tracer, ndigits: int):
+    """``round(v, ndigits)`` of a Python float argument, as Python rounds it: a float,
+    correctly rounded (``np.round`` scales by ``10**ndigits``, which can overflow to inf and
+    round a halfway decimal otherwise); a host op each replay runs again."""
+    rec, value = tracer.recorder, round(tracer.value, ndigits)
+    if active() is not rec:
+        return value
+    template = _Template(rec)
+    spec = (template.encode((tracer, ndigits)), template.encode({}))
+    attrs = {"fn": _round_float, "name": "round", "spec": spec, "nout": 1}
+    [var] = rec.emit_typed("host", template.operands, attrs,
+                           [TensorType((), np.dtype(np.float64), weak=True)])
+    return Tracer(value, var, rec)
+
+
 def host_call(fn, name, args, kwargs, data_dependent=False):
     """Run ``fn`` and record it as a host op (through ``surface``: concrete result first). A
     call that recorded traced work of its own meanwhile (a function given to

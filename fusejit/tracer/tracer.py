@@ -196,11 +196,15 @@ class Tracer:
     def __round__(self, ndigits=None):
         """``round(t)`` of a NumPy scalar: Python's ``int``, guarded like ``int(t)``; with
         ``ndigits``, NumPy's rounding to that many digits, traced (``np.round``, the same
-        result and type). An array has no ``__round__``, as eagerly."""
+        result and type), or Python's of a Python float argument (a host op). An array has
+        no ``__round__``, as eagerly."""
         kind = type(self.value)
         if getattr(kind, "__round__", None) is None:   # arrays, complex and bool scalars
             raise TypeError(f"type {kind.__module__}.{kind.__qualname__} doesn't define "
                             "__round__ method")
+        if kind is float and type(ndigits) is int:   # a Python float argument: Python's
+            from .host import python_round
+            return python_round(self, ndigits)
         if ndigits is not None:
             return np.round(self, ndigits)
         return guards.to_round(self)

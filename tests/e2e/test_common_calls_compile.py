@@ -267,3 +267,14 @@ def test_numpy_is_numpy_in_the_body_however_it_comes(fn, extra):
     # ``xp is np`` took the other branch on every call
     compiled = check_calls(fn, lambda call: (_data((2, 3), call), *extra))
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_round_of_a_python_float_argument_is_pythons():
+    @fusejit.compile
+    def rounded(x, lr):
+        return x * 2, round(lr, 2), round(lr * 2, 1)
+
+    x = np.ones(2)
+    for lr in (0.1234, 2.675, -0.35, 1.7976931348623157e308, float("nan")):
+        assert_same(rounded.__wrapped__(x, lr), rounded(x, lr))
+    assert rounded.cache_info()["traces"] == 1
