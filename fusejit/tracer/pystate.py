@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+import re
 import types
 from dataclasses import dataclass
 
@@ -144,7 +145,12 @@ def shown(value) -> str:
     if type(value) is np.ndarray:
         return f"an array {value.dtype}{list(value.shape)}"
     text = repr(value)
+    if is_named(value):   # ``<function block>``: no address, the same text in every run
+        text = _ADDRESS.sub("", text)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def read_moved_text(label: str, read, now) -> str:
