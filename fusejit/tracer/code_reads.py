@@ -63,6 +63,10 @@ class Cells:
         self.cells = dict(zip(names, cells, strict=True))
         self.direct = direct   # a function run as it is: its cells' own values are read here
 
+    def ids(self) -> list[int]:
+        """The cells by identity (cells compare by their contents, arrays too)."""
+        return [id(cell) for cell in self.cells.values()]
+
     def get(self, name: str, default=None):
         cell = self.cells.get(name)
         try:
@@ -78,7 +82,7 @@ def note_closure(found: dict, func, direct: bool = False) -> None:
     (which one a frame reads is not known)."""
     cells = Cells(func.__code__.co_freevars, func.__closure__, direct)
     key = id(func.__code__)
-    if key in found and (found[key] is None or found[key].cells != cells.cells):
+    if key in found and (found[key] is None or found[key].ids() != cells.ids()):
         found[key] = None
     else:
         found[key] = cells
@@ -144,10 +148,9 @@ class ChainRead(ReadAgain):
     """A plain or named ``value`` the trace read at the end of ``steps`` from the module
     globals ``root`` (or a function's closure ``Cells``): the global's name, then ``(kind,
     name, cls)`` steps (``kind``: "module", "class", "object", "method", "item" or "index",
-    a list's).
-    Each replay walks them again, so an object rebound under its global name is read anew
-    (``opts = Options(lr=0.1)`` before every call keeps the path), and an inherited class
-    attribute shadowed later is found."""
+    a list's). Each replay walks them again, so an object rebound under its global name is
+    read anew (``opts = Options(lr=0.1)`` before every call keeps the path), and an inherited
+    class attribute shadowed later is found."""
 
     root: dict
     steps: tuple
@@ -231,8 +234,9 @@ def _label(steps: tuple) -> str:
 
 def _namespace(holder, kind: str, name) -> tuple:
     """(kind, mapping): the mapping an attribute load of ``name`` from ``holder`` reads (a
-    user module's, class's or object's ``__dict__``), or ``holder[name]`` (a dict); (None,
-    None) where it reads elsewhere (a property, a library's object, a dict subclass)."""
+    user module's, class's or object's ``__dict__``, or the method an object's class
+    holds), or ``holder[name]`` (a dict, a list); (None, None) where it reads elsewhere (a
+    property, a library's object, a dict subclass with its own ``__getitem__``)."""
     if kind == "item":
         if type(holder) is list and type(name) is int:   # ``SIZES[0]``
             return "index", {name: _index(holder, name)}

@@ -251,3 +251,16 @@ def test_class_attributes_functions_in_dict_attributes_and_items_the_body_does_n
     finally:
         Block.scale = 2.0
     assert compiled.cache_info()["traces"] == 4
+
+
+def test_two_closures_of_one_code_holding_arrays_in_one_trace():
+    def make(w, cfg):
+        def layer(x):
+            return x * w * cfg["k"]
+        return layer
+
+    first, second = make(np.arange(3.0), {"k": 2.0}), make(np.ones(3), {"k": 3.0})
+    compiled = fusejit.compile(lambda x: second(first(x)))
+    x = np.ones(3)
+    for _ in range(2):
+        assert_same(second(first(x)), compiled(x))
