@@ -77,16 +77,42 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
         else:
             lines.append(f"    if not read{k}.holds():")
         lines.append(f"        raise GuardFailed(read{k}.failure())")
-    names["no_dict"] = {}
+    names["no_dict"], walked = {}, {}
     for k, read in enumerate(trace.attribute_reads):
         names[f"attribute{k}"], names[f"held{k}"] = read, read.value
-        check = f"not attribute{k}.holds(leaves, owner)"
-        if len(read.steps) == 1:   # ``self.scale``: still the same object, from its __dict__
-            root = "owner" if read.leaf < 0 else f"leaves[{read.leaf}]"
-            check = (f"getattr({root}, '__dict__', no_dict).get({read.steps[0][1]!r}, absent) "
-                     f"is not held{k} and {check}")
-        lines += [f"    if {check}:",
+        found = _attribute_walk(k, read, names, walked, lines)
+        lines += [f"    if {found} is not held{k} and not attribute{k}.holds(leaves, owner):",
                   f"        raise GuardFailed(attribute{k}.failure(leaves, owner))"]
+
+
+def _attribute_walk(k: int, read, names: dict, walked: dict, lines: list) -> str:
+    """The name of a local holding what the attribute read finds, walked inline (each step
+    only where the object is of the kind it reads, else ``absent``, and ``read.holds`` walks
+    it in full; a method by its class while the object is of that class and has no attribute
+    of its own of that name). ``walked``: the locals of the paths walked before, by path, so
+    that ``net.layers[3]`` is walked once for all the reads below it."""
+    path = ("owner",) if read.leaf < 0 else (read.leaf,)
+    here = "owner" if read.leaf < 0 else f"leaves[{read.leaf}]"
+    for j, (kind, key) in enumerate(read.steps):
+        path += ((kind, key),)
+        if path in walked:
+            here = walked[path]
+            continue
+        if kind == "attr":
+            step = f"getattr({here}, '__dict__', no_dict).get({key!r}, absent)"
+        elif kind == "item":
+            step = f"{here}.get({key!r}, absent) if type({here}) is dict else " + (
+                f"{here}[{key!r}] if type({here}) is list and -len({here}) <= {key!r} < "
+                f"len({here}) else absent" if type(key) is int else "absent")
+        elif kind == "method" and j == len(read.steps) - 1 and read.cls is not None:
+            names[f"owner_cls{k}"] = read.cls
+            step = (f"getattr(owner_cls{k}, {key!r}, absent) if type({here}) is owner_cls{k} "
+                    f"and {key!r} not in getattr({here}, '__dict__', no_dict) else absent")
+        else:
+            return "absent"
+        here = walked[path] = f"w{len(walked)}"
+        lines.append(f"    {here} = {step}")
+    return here
 
 
 _STEP = {"module": "o.__dict__.get({name!r}, absent) if type(o) is module_type else absent",

@@ -36,12 +36,16 @@ MAX_READS = 64   # attributes read again per replay, at most
 
 @dataclass(frozen=True, eq=False)
 class AttributeRead:
-    """``steps`` below argument ``leaf`` (-1: the compiled method's object) held ``value``."""
+    """``steps`` below argument ``leaf`` (-1: the compiled method's object) held ``value``;
+    ``cls``: for a last ``("method", name)`` step, the class of the object it was read from
+    (the fast entry reads ``cls.name`` while the object is still of that class and does not
+    shadow it)."""
 
     leaf: int
     steps: tuple
     label: str
     value: object = None
+    cls: type | None = None
 
     def now(self, leaves, owner):
         return pystate.walk(owner if self.leaf < 0 else leaves[self.leaf], self.steps)
@@ -130,7 +134,7 @@ def _class_reads(snap, leaf: int, read: set) -> list:
         value = pystate.method_of(obj, name)
         if pystate.read_again(value):
             found.append(AttributeRead(leaf, (*snap.steps, ("method", name)),
-                                       f"{snap.label}.{name}", value))
+                                       f"{snap.label}.{name}", value, cls))
     return found
 
 
