@@ -157,12 +157,16 @@ def _resolve_target(target: str) -> str:
     return "cuda"
 
 
-def _set_defaults(fn, name: str, value) -> None:
-    """``f.__defaults__ = (...)`` on the function compiled; Python's AttributeError where it
-    is not a function (a partial would take the attribute and use it nowhere)."""
-    if not isinstance(fn, types.FunctionType):
-        raise AttributeError(f"{type(fn).__name__!r} object attribute {name!r} cannot be set")
-    setattr(fn, name, value)
+def _defaults_of_fn(name: str) -> property:
+    """``f.__defaults__`` (or ``__kwdefaults__``) of the function compiled, which the trace
+    reads again before each replay (``plain_reads``); setting it where that is not a function
+    raises Python's AttributeError (a partial would take the attribute and use it nowhere)."""
+    def set_(self, value):
+        if not isinstance(self.fn, types.FunctionType):
+            raise AttributeError(f"{type(self.fn).__name__!r} object attribute {name!r} cannot "
+                                 "be set")
+        setattr(self.fn, name, value)
+    return property(lambda self: getattr(self.fn, name, None), set_)
 
 
 class CompiledFunction:
@@ -195,22 +199,8 @@ class CompiledFunction:
     def __get__(self, obj, objtype=None):
         return self if obj is None else BoundCompiled(self, obj)
 
-    # -- the wrapped function's defaults, read again before each replay (``plain_reads``) --
-    @property
-    def __defaults__(self):
-        return getattr(self.fn, "__defaults__", None)
-
-    @__defaults__.setter
-    def __defaults__(self, value):
-        _set_defaults(self.fn, "__defaults__", value)
-
-    @property
-    def __kwdefaults__(self):
-        return getattr(self.fn, "__kwdefaults__", None)
-
-    @__kwdefaults__.setter
-    def __kwdefaults__(self, value):
-        _set_defaults(self.fn, "__kwdefaults__", value)
+    __defaults__ = _defaults_of_fn("__defaults__")
+    __kwdefaults__ = _defaults_of_fn("__kwdefaults__")
 
     def __repr__(self):
         return f"<fusejit.CompiledFunction {self.__qualname__} target={self.target}>"

@@ -13,22 +13,23 @@ fails the captured array's read (``Capture.resolve``). An attribute the body cha
 (``self.t += 1``) is ``pystate``'s watch, not a read.
 
 So is an attribute that held a function, ufunc, class, dtype, slice or range
-(``pystate.is_named``: ``self.act = np.tanh``, held by identity), each plain item of a list
-or dict attribute (``self.sizes[0]``, ``self.cfg["eps"]``, three levels down), and each method
-of the object's class that the body's code names (``self.act(x)``): the function the call
-would run, which a class patched later (``Net.act = ...``) or an attribute set on the object
-shadowing it (``net.act = np.sin``) changes. Plain attributes come first, methods last, up to
-``MAX_READS`` in all.
+(``pystate.is_named``: ``self.act = np.tanh``, held by identity), each plain or named item of
+a list or dict attribute under a key the code subscripts by a constant (``self.sizes[0]``,
+``self.cfg["eps"]``, three levels down), and what the object's class holds under a name the
+code reads: a method (the function the call would run, which a class patched later, ``Net.act
+= ...``, or an attribute set on the object shadowing it, ``net.act = np.sin``, changes), a
+static or class method, a plain class attribute. Attributes come first, the class's last, up
+to ``MAX_READS`` in all.
 """
 from __future__ import annotations
 
-import dis
 import types
 from dataclasses import dataclass
 
 from . import pystate
 from .captures import bound_parts, code_names
-from .loc import classify, per_code
+from .code_reads import constant_keys, in_class
+from .loc import classify
 from .side_effects import STATIC
 
 MAX_READS = 64   # attributes read again per replay, at most
@@ -72,7 +73,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
     codes = every if entered is None else \
         [code for code in entered if classify(code.co_filename) == "user"]
     names, read = _names_of(every), _names_of(codes)
-    keys = frozenset().union(*map(_constant_keys, codes))
+    keys = frozenset().union(*map(constant_keys, codes))
     found, late = [], []
     for snap in snaps:
         if snap.leaf in (-1, STATIC):
@@ -84,11 +85,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
             if pystate.read_again(value):
                 found += _held(snap, leaf, (("attr", name),), value)
             elif type(value) in (list, dict):
-                before = (snap.plain or {}).get(name, {})
-                found += [held for path, item in _items(value, keys, pystate.NESTED)
-                          if path in before or not pystate.is_plain(item)
-                          for held in _held(snap, leaf, pystate.steps_of(name, path),
-                                            before.get(path, item))]
+                found += _item_reads(snap, leaf, name, keys)
         late += _class_reads(snap, leaf, read)
     return tuple((found + late)[:MAX_READS])
 
@@ -101,12 +98,23 @@ def _held(snap, leaf: int, steps: tuple, value) -> list:
     return [AttributeRead(leaf, (*snap.steps, *steps), label, value)]
 
 
+def _item_reads(snap, leaf: int, name: str, keys: frozenset) -> list:
+    """The reads of the items of the list or dict attribute ``name`` under ``keys``: plain
+    ones as they were before the body (one it changed is ``pystate``'s), named ones."""
+    before, found = (snap.plain or {}).get(name, {}), []
+    for path, item in _items(snap.attrs[name], keys, pystate.NESTED):
+        if path in before or not pystate.is_plain(item):
+            found += _held(snap, leaf, pystate.steps_of(name, path), before.get(path, item))
+    return found
+
+
 def _items(container, keys: frozenset, depth: int):
     """(path, value): the plain and named items under ``keys`` in a list or dict, and in the
-    lists and dicts it holds, ``depth`` levels down."""
-    pairs = container.items() if type(container) is dict else enumerate(container)
+    lists and dicts it holds, ``depth`` levels down (a list's by index, from either end)."""
+    is_list = type(container) is list
+    pairs = enumerate(container) if is_list else container.items()
     for key, value in list(pairs):
-        if key not in keys and (type(container) is dict or key - len(container) not in keys):
+        if key not in keys and not (is_list and key - len(container) in keys):
             continue
         if pystate.read_again(value):
             yield (key,), value
@@ -125,12 +133,10 @@ def _class_reads(snap, leaf: int, read: set) -> list:
     for name in sorted(read):
         if name in snap.attrs or name.startswith("__"):
             continue
-        held = next((vars(k)[name] for k in cls.__mro__[:-1] if name in vars(k)), None)
-        if held is None or not (isinstance(held, (types.FunctionType, staticmethod,
-                                                  classmethod)) or
-                                (pystate.read_again(held) and
-                                 not hasattr(type(held), "__get__"))):
-            continue   # a property, a descriptor: it reads elsewhere
+        held = in_class(cls, name)
+        if not (isinstance(held, (types.FunctionType, staticmethod, classmethod)) or
+                (pystate.read_again(held) and not hasattr(type(held), "__get__"))):
+            continue   # none, a property, a descriptor: it reads elsewhere
         value = pystate.method_of(obj, name)
         if pystate.read_again(value):
             found.append(AttributeRead(leaf, (*snap.steps, ("method", name)),
@@ -160,20 +166,3 @@ def _names_of(codes) -> set[str]:
         names |= code_names(code)
     return names
 
-
-_SUBSCRIPTS = ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR")
-
-
-@per_code()
-def _constant_keys(code) -> frozenset:
-    """The str and int constants the code (and the code nested in it) subscripts by."""
-    keys = set()
-    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
-    for ins, after in zip(instructions, instructions[1:], strict=False):
-        if ins.opname == "LOAD_CONST" and type(ins.argval) in (str, int) and \
-                after.opname in _SUBSCRIPTS + ("COPY", "DUP_TOP_TWO"):
-            keys.add(ins.argval)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            keys |= _constant_keys(const)
-    return frozenset(keys)

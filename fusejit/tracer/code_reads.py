@@ -177,7 +177,7 @@ def _step(obj, kind: str, name, cls):
         return obj.__dict__.get(name, pystate.ABSENT) if isinstance(obj, types.ModuleType) \
             else pystate.ABSENT
     if kind == "class":
-        return _in_class(obj, name) if type(obj) is type else pystate.ABSENT
+        return in_class(obj, name) if type(obj) is type else pystate.ABSENT
     if kind == "method":   # the function the call runs: the class's, or the object's own
         return pystate.method_of(obj, name) if type(obj) is cls else pystate.ABSENT
     kind, attrs = ("object", obj.__dict__) if type(obj) is cls else \
@@ -185,7 +185,7 @@ def _step(obj, kind: str, name, cls):
     return attrs.get(name, pystate.ABSENT) if kind == "object" else pystate.ABSENT
 
 
-def _in_class(cls, name: str):
+def in_class(cls, name: str):
     """What the class (or the first base that has it) holds under ``name``, as its
     ``__dict__`` holds it: a staticmethod itself, not the function it hands out."""
     return next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), pystate.ABSENT)
@@ -362,6 +362,20 @@ def _subscript(instructions: list, k: int) -> tuple:
             [instructions[j].arg for j in (k, k + 1)] == [2, 2]:   # 3.11 on
         return "STORE_SUBSCR", k + 3
     return None, k
+
+
+@per_code()
+def constant_keys(code) -> frozenset:
+    """The str and int constants the code (and the code nested in it) subscripts by
+    (``self.cfg["eps"]``, ``sizes[0]``, ``d["n"] += 1``)."""
+    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    keys = {ins.argval for k, ins in enumerate(instructions)
+            if ins.opname == "LOAD_CONST" and type(ins.argval) in (str, int)
+            and _subscript(instructions, k + 1)[0] is not None}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            keys |= constant_keys(const)
+    return frozenset(keys)
 
 
 def _opname(instructions: list, k: int):

@@ -179,8 +179,8 @@ for default argument arrays."""
         swapped in place, as those of a global; a plain or named value read again on replay
         (``func.__defaults__ = (5.0,)`` is seen)."""
         where = (("object", func), steps, func.__name__)
-        plain_reads.record_path(self.plain_reads, func, steps, value,
-                                f"default {name} of {func.__qualname__}")
+        plain_reads.record(self.plain_reads, ("object", func), value,
+                           f"default {name} of {func.__qualname__}", steps)
         if proxyable(value):
             return self.swaps.proxy(value, where)
         numpy = creation.replacement(value, self.numpy)   # ``def f(x, xp=np)``

@@ -44,45 +44,25 @@ class ReadAgain:
 
 @dataclass(frozen=True, eq=False)
 class PlainRead(ReadAgain):
-    """``source`` (``("global", module dict, name)`` or ``("cell", cell)``) held ``value``."""
+    """``source`` (``("global", module dict, name)``, ``("cell", cell)`` or ``("object",
+    obj)``), then ``path`` (``pystate.walk``'s steps: a function's default, ``(("attr",
+    "__defaults__"), ("item", 0))``), held ``value``."""
 
     source: tuple
     value: object
     label: str
+    path: tuple = ()
 
     def now(self):
-        return pystate.source_root(self.source)
+        return pystate.walk(pystate.source_root(self.source), self.path)
 
 
-@dataclass(frozen=True, eq=False)
-class PathRead(ReadAgain):
-    """``path`` (``pystate.walk``'s steps) below the object ``holder`` held ``value``: a
-    function's default, ``(("attr", "__defaults__"), ("item", 0))``."""
-
-    holder: object
-    path: tuple
-    value: object
-    label: str
-
-    @property
-    def source(self) -> tuple:
-        return ("object", self.holder)
-
-    def now(self):
-        return pystate.walk(self.holder, self.path)
-
-
-def record(reads: dict, source: tuple, value, label: str) -> None:
-    """Note a read of a plain or named ``value`` at ``source``, once per place."""
+def record(reads: dict, source: tuple, value, label: str, path: tuple = ()) -> None:
+    """Note a read of a plain or named ``value`` at ``source`` (then ``path``), once per
+    place."""
     if pystate.read_again(value):
-        reads.setdefault((source[0], id(source[1]), *source[2:]), PlainRead(source, value,
-                                                                          label))
-
-
-def record_path(reads: dict, holder, path: tuple, value, label: str) -> None:
-    """Note a read of a plain or named ``value`` at ``path`` below ``holder``."""
-    if pystate.read_again(value):
-        reads.setdefault(("object", id(holder), path), PathRead(holder, path, value, label))
+        reads.setdefault((source[0], id(source[1]), *source[2:], *path),
+                         PlainRead(source, value, label, path))
 
 
 def kept(reads: dict) -> tuple[PlainRead, ...]:

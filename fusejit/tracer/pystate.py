@@ -81,10 +81,8 @@ def _same_named(expected, current) -> bool:
         return True
     if type(current) is not type(expected):
         return False
-    if isinstance(expected, tuple):
-        return len(current) == len(expected) and all(
-            a is b or (_same_named(a, b) if is_named(a) else equal(a, b))
-            for a, b in zip(expected, current, strict=False))
+    if isinstance(expected, tuple):   # a named tuple
+        return len(current) == len(expected) and all(map(same, expected, current))
     return isinstance(expected, _BY_VALUE) and current == expected
 
 
@@ -125,8 +123,6 @@ def same(expected, current, depth: int = NESTED) -> bool:
     ``self.cache = {"h": h}`` set where there was none)."""
     if type(expected) is np.ndarray:
         return type(current) is np.ndarray
-    if is_named(expected):
-        return _same_named(expected, current)
     if type(expected) in (list, tuple, dict) and not is_plain(expected):
         if type(current) is not type(expected) or len(current) != len(expected):
             return False
@@ -138,7 +134,9 @@ def same(expected, current, depth: int = NESTED) -> bool:
         return all(same(a, b, depth - 1) for a, b in zip(expected, current, strict=True))
     if expected is ABSENT or current is ABSENT:
         return expected is current
-    return is_plain(current) and equal(expected, current)
+    if is_plain(current):
+        return equal(expected, current)
+    return is_named(expected) and _same_named(expected, current)
 
 
 def shown(value) -> str:
