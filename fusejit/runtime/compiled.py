@@ -172,6 +172,8 @@ def _defaults_of_fn(name: str) -> property:
 class CompiledFunction:
     """Traces on the first call per signature, then replays the compiled program."""
 
+    holds_attributes = True   # the user's own (``f.scale = 2.0``), read again as a function's
+
     def __init__(self, fn, *, target, static_argnames, cache, max_traces, fastmath, freeze):
         if freeze:
             raise UnsupportedError("freeze=True is not implemented yet")

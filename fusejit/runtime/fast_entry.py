@@ -64,36 +64,45 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
     """The globals, closure cells and attributes whose plain values the trace read (``x *
     SCALE``, ``if self.bias is not None``): a global still bound to the same object passes at
     the cost of a dict lookup."""
-    names["absent"], names["owner"] = pystate.ABSENT, owner
+    names["absent"], names["owner"], names["no_dict"] = pystate.ABSENT, owner, {}
     names["module_type"], names["method_of"] = types.ModuleType, pystate.method_of
+    walked: dict = {}
     for k, read in enumerate(trace.plain_reads):
         names[f"read{k}"], names[f"value{k}"] = read, read.value
         if hasattr(read, "steps"):   # ``config.SCALE``: ``code_reads.ChainRead``
             _chain_lines(k, read, lines, names)
-        elif read.source[0] == "global":
+        elif read.source[0] == "global":   # ``x * SCALE``, or ``self.s`` of ``MODEL.forward``
             names[f"globals{k}"] = read.source[1]
-            lines.append(f"    if globals{k}.get({read.source[2]!r}, absent) is not value{k} "
-                         f"and not read{k}.holds():")
+            found = f"globals{k}.get({read.source[2]!r}, absent)"
+            if read.path:   # the global's value walked once for all the reads below it
+                root = ("global", id(read.source[1]), read.source[2])
+                if root not in walked:
+                    walked[root] = f"w{len(walked)}"
+                    lines.append(f"    {walked[root]} = {found}")
+                found = _inline_walk(k, root, walked[root], read.path, read.cls, names,
+                                     walked, lines)
+            lines.append(f"    if {found} is not value{k} and not read{k}.holds():")
         else:
             lines.append(f"    if not read{k}.holds():")
         lines.append(f"        raise GuardFailed(read{k}.failure())")
-    names["no_dict"], walked = {}, {}
     for k, read in enumerate(trace.attribute_reads):
         names[f"attribute{k}"], names[f"held{k}"] = read, read.value
-        found = _attribute_walk(k, read, names, walked, lines)
+        root = ("owner",) if read.leaf < 0 else (read.leaf,)
+        here = "owner" if read.leaf < 0 else f"leaves[{read.leaf}]"
+        found = _inline_walk(k, root, here, read.steps, read.cls, names, walked, lines)
         lines += [f"    if {found} is not held{k} and not attribute{k}.holds(leaves, owner):",
                   f"        raise GuardFailed(attribute{k}.failure(leaves, owner))"]
 
 
-def _attribute_walk(k: int, read, names: dict, walked: dict, lines: list) -> str:
-    """The name of a local holding what the attribute read finds, walked inline (each step
-    only where the object is of the kind it reads, else ``absent``, and ``read.holds`` walks
-    it in full; a method by its class while the object is of that class and has no attribute
-    of its own of that name). ``walked``: the locals of the paths walked before, by path, so
-    that ``net.layers[3]`` is walked once for all the reads below it."""
-    path = ("owner",) if read.leaf < 0 else (read.leaf,)
-    here = "owner" if read.leaf < 0 else f"leaves[{read.leaf}]"
-    for j, (kind, key) in enumerate(read.steps):
+def _inline_walk(k: int, path: tuple, here: str, steps: tuple, cls, names: dict,
+                 walked: dict, lines: list) -> str:
+    """The name of a local holding what ``steps`` below ``here`` (an expression, known as
+    ``path``) find, walked inline: each step only where the object is of the kind it reads,
+    else ``absent`` (and the read's ``holds`` walks it in full); a last method step by its
+    class ``cls`` while the object is of that class and has no attribute of its own of that
+    name. ``walked``: the locals of the paths walked before, by path, so that
+    ``net.layers[3]`` is walked once for all the reads below it."""
+    for j, (kind, key) in enumerate(steps):
         path += ((kind, key),)
         if path in walked:
             here = walked[path]
@@ -104,8 +113,8 @@ def _attribute_walk(k: int, read, names: dict, walked: dict, lines: list) -> str
             step = f"{here}.get({key!r}, absent) if type({here}) is dict else " + (
                 f"{here}[{key!r}] if type({here}) is list and -len({here}) <= {key!r} < "
                 f"len({here}) else absent" if type(key) is int else "absent")
-        elif kind == "method" and j == len(read.steps) - 1 and read.cls is not None:
-            names[f"owner_cls{k}"] = read.cls
+        elif kind == "method" and j == len(steps) - 1 and cls is not None:
+            names[f"owner_cls{k}"] = cls
             step = (f"getattr(owner_cls{k}, {key!r}, absent) if type({here}) is owner_cls{k} "
                     f"and {key!r} not in getattr({here}, '__dict__', no_dict) else absent")
         else:

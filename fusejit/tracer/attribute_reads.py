@@ -27,6 +27,7 @@ import types
 from dataclasses import dataclass
 
 from . import pystate
+from .argument_reads import class_reads
 from .captures import bound_parts, code_names
 from .code_reads import constant_keys, in_class
 from .loc import classify
@@ -86,8 +87,24 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
                 found += _held(snap, leaf, (("attr", name),), value)
             elif type(value) in (list, dict):
                 found += _item_reads(snap, leaf, name, keys)
-        late += _class_reads(snap, leaf, read)
+            found += _below(snap, leaf, name, value, read, keys)
+        late += _class_reads(snap, leaf, read, keys)
     return tuple((found + late)[:MAX_READS])
+
+
+def _below(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> list:
+    """What a class bound to an attribute holds under the names the code reads (``self.cfg =
+    Cfg``, then ``self.cfg.eps``), and the items of a list or dict a class holds under
+    constant keys (``cfg = {...}`` in the class body, then ``self.cfg["k"]``)."""
+    steps, label = (*snap.steps, ("attr", name)), f"{snap.label}.{name}"
+    if isinstance(value, type):
+        return [AttributeRead(leaf, (*steps, *path), text, held)
+                for _, held, text, path in class_reads(value, label, read)]
+    if type(value) not in (list, dict) or name in snap.attrs:
+        return []
+    return [AttributeRead(leaf, (*steps, *pystate.steps_of(name, path)[1:]),
+                          f"{label}{pystate.path_text(path)}", item)
+            for path, item in _items(value, keys, pystate.NESTED)]
 
 
 def _held(snap, leaf: int, steps: tuple, value) -> list:
@@ -122,18 +139,22 @@ def _items(container, keys: frozenset, depth: int):
             yield from (((key, *path), item) for path, item in _items(value, keys, depth - 1))
 
 
-def _class_reads(snap, leaf: int, read: set) -> list:
+def _class_reads(snap, leaf: int, read: set, keys: frozenset) -> list:
     """What the object's class holds under the names ``read`` that its own attributes do not
     shadow: a method (the function a call runs: ``self.act(x)``), a static or class method,
-    a plain or named class attribute (``self.scale`` set on the class)."""
+    a plain or named class attribute (``self.scale`` set on the class); and the ``__call__``
+    a call of the object runs (``x = layer(x)``: a layer swapped for one of another class)."""
     cls, obj = type(snap.obj), snap.obj
     if type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
         return []   # its own attribute lookup
     found = []
-    for name in sorted(read):
-        if name in snap.attrs or name.startswith("__"):
+    called = type(in_class(cls, "__call__")) is types.FunctionType
+    for name in sorted(read | ({"__call__"} if called else set())):
+        if name in snap.attrs or (name.startswith("__") and name != "__call__"):
             continue
         held = in_class(cls, name)
+        if type(held) in (list, dict) or isinstance(held, type):
+            found += _below(snap, leaf, name, held, read, keys)
         if not (isinstance(held, (types.FunctionType, staticmethod, classmethod)) or
                 (pystate.read_again(held) and not hasattr(type(held), "__get__"))):
             continue   # none, a property, a descriptor: it reads elsewhere

@@ -270,7 +270,33 @@ class Roots:
         for index, (leaf, path) in enumerate(zip(arg_leaves, leaf_paths, strict=True)):
             if not isinstance(leaf, (np.ndarray, np.generic, int, float, str, bytes)):
                 roots.candidates.append((("leaf", index), path))
+                roots.add_callable(leaf, path)
         return roots
+
+    def add_callable(self, fn, path: str, depth: int = 3) -> None:
+        """What a function given as an argument reaches (``grad_fn(w)``): its closure cells,
+        its defaults, a partial's bound arguments, a bound method's object. The cache key
+        holds the function itself (a bound method: its object and function), so these are
+        the same objects on every call of that signature, read again as the body's own."""
+        if depth == 0:
+            return
+        if isinstance(fn, functools.partial):
+            self.candidates += [(("object", v), f"{path}.args[{k!r}]") for k, v in
+                                [*enumerate(fn.args), *fn.keywords.items()]]
+            self.add_callable(fn.func, path, depth - 1)
+            return
+        if isinstance(fn, types.MethodType):
+            self.candidates.append((("object", fn.__self__), f"{path}.__self__"))
+            fn = fn.__func__
+        if type(fn) is not types.FunctionType:
+            return
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
+            self.candidates.append((("cell", cell), f"{path}.<closure {name}>"))
+        for name in ("__defaults__", "__kwdefaults__"):
+            defaults = getattr(fn, name)
+            if defaults:
+                self.candidates.append((("object", defaults), f"{path}.{name}"))
+                self.defaults[id(defaults)] = (fn, name)
 
     def read_again(self, source, steps) -> tuple:
         """(source, steps) of a path to read on every call: one through a function's defaults
@@ -293,11 +319,12 @@ class Roots:
 
 
 def method_owner(fn):
-    """The object a compiled bound method is bound to, also through the partial that binds
-    its static arguments; None for anything else."""
+    """The object a compiled bound method is bound to, or a compiled callable object itself
+    (its ``__call__``'s ``self``), also through the partial that binds its static arguments;
+    None for anything else."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return getattr(fn, "__self__", None) if isinstance(fn, types.MethodType) else None
+    return bound_parts(fn)[0]
 
 
 def bound_parts(fn) -> tuple:

@@ -248,11 +248,12 @@ def _namespace(holder, kind: str, name) -> tuple:
             return None, None
         for base in holder.__mro__:
             if name in base.__dict__:
-                return ("class", base.__dict__) if _users(sys.modules.get(base.__module__)) \
+                return ("class", base.__dict__) if _users_class(base) \
                     else (None, None)
         return None, None
     cls = type(holder)
-    if not (cls is types.SimpleNamespace or _users(sys.modules.get(cls.__module__))):
+    if not (cls is types.SimpleNamespace or _users_class(cls)
+            or getattr(cls, "holds_attributes", False)):   # ``f.scale`` of a compiled ``f``
         return None, None
     if cls is not types.SimpleNamespace and \
             type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
@@ -285,6 +286,13 @@ def _users(module) -> bool:
         return False
     file = module.__dict__.get("__file__")   # not ``getattr``: a module's own __getattr__
     return file is None or _users_file(file)
+
+
+def _users_class(cls: type) -> bool:
+    """A class of a user module, or of code run without a module in ``sys.modules``
+    (``runpy.run_path``, ``exec`` into a namespace): a library's classes are imported."""
+    module = sys.modules.get(cls.__module__)
+    return _users(module) if module is not None else cls.__module__ != "builtins"
 
 
 def _users_file(file: str) -> bool:

@@ -18,7 +18,15 @@ import types
 import numpy as np
 
 from ..ir.types import numeric
-from . import code_reads, creation, math_view, plain_reads, pystate, scalar_types
+from . import (
+    argument_reads,
+    code_reads,
+    creation,
+    math_view,
+    plain_reads,
+    pystate,
+    scalar_types,
+)
 from .context import unwrap
 from .loc import classify
 from .side_effects import has_traced
@@ -230,7 +238,7 @@ for default argument arrays."""
         self.cells.append((cell, new, proxy))
         return new
 
-    def copy_back(self, recorder) -> None:
+    def copy_back(self, recorder, fn=None) -> None:
         for overlay in self.overlays.values():
             overlay.copy_back(recorder)
         for cell, new, proxy in self.cells:
@@ -243,4 +251,16 @@ for default argument arrays."""
             _check_state(recorder, source, f"closure {name}", before, pystate.source_root(source))
         for key, read in code_reads.settle(recorder.code_places, recorder).items():
             self.plain_reads.setdefault(key, read)
+        for place in self._read_through_objects(recorder, fn):
+            plain_reads.record(self.plain_reads, *place)
         recorder.plain_reads = plain_reads.kept(self.plain_reads)
+
+    def _read_through_objects(self, recorder, fn) -> list[tuple]:
+        """The plain and named values the code the trace ran reads through objects: those
+        reached from globals, cells and defaults (``MODEL.forward`` reading ``self.scale``),
+        and those reached through arguments that are not traced values (a function given as
+        one, a class, a dict subclass, a ``static_argnames`` object)."""
+        codes = [code for code in recorder.entered or () if classify(code.co_filename) == "user"]
+        return [*self.swaps.held_reads(codes),
+                *argument_reads.reads(recorder.leaves, recorder.leaf_names, codes),
+                *argument_reads.static_reads(fn, codes)]

@@ -46,23 +46,28 @@ class ReadAgain:
 class PlainRead(ReadAgain):
     """``source`` (``("global", module dict, name)``, ``("cell", cell)`` or ``("object",
     obj)``), then ``path`` (``pystate.walk``'s steps: a function's default, ``(("attr",
-    "__defaults__"), ("item", 0))``), held ``value``."""
+    "__defaults__"), ("item", 0))``), held ``value``; ``cls``: for a last ``("method",
+    name)`` step, the class of the object it was read from (the fast entry reads
+    ``cls.name`` while the object is still of that class and does not shadow it)."""
 
     source: tuple
     value: object
     label: str
     path: tuple = ()
+    cls: type | None = None
 
     def now(self):
         return pystate.walk(pystate.source_root(self.source), self.path)
 
 
-def record(reads: dict, source: tuple, value, label: str, path: tuple = ()) -> None:
+def record(reads: dict, source: tuple, value, label: str, path: tuple = (),
+           cls: type | None = None) -> None:
     """Note a read of a plain or named ``value`` at ``source`` (then ``path``), once per
     place."""
-    if pystate.read_again(value):
-        reads.setdefault((source[0], id(source[1]), *source[2:], *path),
-                         PlainRead(source, value, label, path))
+    if pystate.read_again(value):   # keyed as ``code_reads`` keys the chains it reads
+        place = tuple(("attr", key) if step == "method" else (step, key) for step, key in path)
+        reads.setdefault((source[0], id(source[1]), *source[2:], *place),
+                         PlainRead(source, value, label, path, cls))
 
 
 def kept(reads: dict) -> tuple[PlainRead, ...]:

@@ -1,0 +1,213 @@
+"""Plain and named values that a method reads through ``self`` where ``self`` is a compiled
+callable object, or an object bound to a global or closure (``MODEL.forward(x)`` reading
+``self.scale``), are read again before each replay, as an argument object's are."""
+import sys
+
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+here = sys.modules[__name__]
+
+
+class Scaled:
+    def __init__(self, scale):
+        self.scale, self.w, self.cfg, self.calls = scale, np.ones(4), {"eps": 0.0}, 0
+
+    def __call__(self, x):
+        return x * self.scale * self.w + self.cfg["eps"]
+
+
+class Net:
+    def __init__(self):
+        self.layers, self.act, self.on = [Scaled(1.0 + k) for k in range(3)], np.tanh, True
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = self.act(layer(x)) if self.on else layer(x)
+        return x
+
+
+MODEL = Net()
+SCALER = Scaled(2.0)
+
+
+def test_a_compiled_callable_objects_own_attributes():
+    obj = Scaled(2.0)
+    compiled, x = fusejit.compile(obj), np.arange(4.0)
+    for scale, eps in ((2.0, 0.0), (5.0, 0.0), (5.0, 0.5), (2.0, 0.0)):
+        obj.scale, obj.cfg["eps"] = scale, eps
+        assert_same(obj(x), compiled(x))
+    assert compiled.cache_info()["traces"] == 3   # the first path taken again at the end
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: setattr(m.layers[1], "scale", 9.0),
+    lambda m: setattr(m, "on", False),
+    lambda m: setattr(m, "act", np.sin),
+    lambda m: m.layers.__setitem__(0, Scaled(-1.0)),
+])
+def test_what_a_global_objects_method_reads_through_self(monkeypatch, change):
+    monkeypatch.setattr(here, "MODEL", Net())
+    compiled, x = fusejit.compile(lambda x: MODEL.forward(x) + 1), np.linspace(-1, 1, 4)
+    assert_same(MODEL.forward(x) + 1, compiled(x))
+    change(MODEL)
+    assert_same(MODEL.forward(x) + 1, compiled(x))
+    assert compiled.cache_info()["traces"] == 2
+
+
+def test_a_global_callable_object_changed_in_place_or_rebound(monkeypatch):
+    monkeypatch.setattr(here, "SCALER", Scaled(2.0))
+    compiled, x = fusejit.compile(lambda x: SCALER(x) - 1), np.arange(4.0)
+    assert_same(SCALER(x) - 1, compiled(x))
+    SCALER.cfg["eps"] = 0.25
+    assert_same(SCALER(x) - 1, compiled(x))
+    monkeypatch.setattr(here, "SCALER", Scaled(7.0))
+    assert_same(SCALER(x) - 1, compiled(x))
+    assert compiled.cache_info()["traces"] == 3
+
+
+def test_an_object_held_by_a_closure():
+    model = Scaled(3.0)
+    compiled, x = fusejit.compile(lambda x: model(x) * 2), np.arange(4.0)
+    assert_same(model(x) * 2, compiled(x))
+    model.scale = 4.0
+    assert_same(model(x) * 2, compiled(x))
+
+
+def test_a_count_the_caller_keeps_that_no_code_reads_keeps_the_path(monkeypatch):
+    monkeypatch.setattr(here, "SCALER", Scaled(2.0))
+    compiled, x = fusejit.compile(lambda x: SCALER(x)), np.arange(4.0)
+    for _ in range(3):
+        SCALER.calls += 1
+        assert_same(SCALER(x), compiled(x))
+    assert compiled.cache_info()["traces"] == 1
+    assert "global SCALER.scale == 2.0" in str(compiled.explain(x))
+
+
+class Relu:
+    def __call__(self, x):
+        return np.maximum(x, 0)
+
+
+def _through(layers, x):
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+def test_a_called_layer_swapped_for_one_of_another_class(monkeypatch):
+    layers = [Scaled(1.0), Relu(), Scaled(2.0)]
+    compiled, x = fusejit.compile(_through), np.linspace(-1, 1, 4)
+    assert_same(_through(layers, x), compiled(layers, x))
+    layers[1] = Scaled(-1.0)
+    assert_same(_through(layers, x), compiled(layers, x))
+    monkeypatch.setattr(here, "SCALER", Relu())
+    global_layers = fusejit.compile(lambda x: SCALER(x) + 1)
+    assert_same(SCALER(x) + 1, global_layers(x))
+    monkeypatch.setattr(here, "SCALER", Scaled(3.0))
+    assert_same(SCALER(x) + 1, global_layers(x))
+
+
+def _step(w, grad, lr):
+    return w - lr * grad(w)
+
+
+def _closure_grad(b, scale):
+    return lambda w: scale[0] * w - b
+
+
+def test_what_a_function_given_as_an_argument_reaches():
+    b, scale, obj = np.ones(4), [2.0], Scaled(2.0)
+    by_closure, w = _closure_grad(b, scale), np.arange(4.0)
+    bound, partial = obj.__call__, __import__("functools").partial(np.multiply, b)
+    compiled = fusejit.compile(_step)
+    for grad in (by_closure, bound, partial):
+        assert_same(_step(w, grad, 0.1), compiled(w, grad, 0.1))
+        b[:] = -1.0                               # an array read by reference
+        assert_same(_step(w, grad, 0.1), compiled(w, grad, 0.1))
+        scale[0], obj.scale = 5.0, 4.0            # a closure list item, the object's number
+        assert_same(_step(w, grad, 0.1), compiled(w, grad, 0.1))
+        b[:], scale[0], obj.scale = 1.0, 2.0, 2.0
+
+
+class Table:
+    SCALE = 2.0
+    cfg = {"k": 1.0}
+
+    @classmethod
+    @fusejit.compile
+    def scaled(cls, x):
+        return x * cls.SCALE
+
+    @fusejit.compile
+    def shifted(self, x):
+        return x + self.cfg["k"]
+
+
+def test_class_attributes_read_through_cls_and_a_dict_the_class_holds(monkeypatch):
+    x, table = np.arange(4.0), Table()
+    assert_same(x * 2.0, Table.scaled(x))
+    assert_same(x + 1.0, table.shifted(x))
+    monkeypatch.setattr(Table, "SCALE", 7.0)
+    monkeypatch.setitem(Table.cfg, "k", 3.0)
+    assert_same(x * 7.0, Table.scaled(x))
+    assert_same(x + 3.0, table.shifted(x))
+
+
+def test_a_class_or_a_dict_subclass_given_as_an_argument():
+    import collections
+    import types
+
+    x = np.arange(4.0)
+    by_class = fusejit.compile(lambda x, k: x * k.SCALE)
+    by_items = fusejit.compile(lambda x, d: x * d["k"])
+    items, source = collections.OrderedDict(k=2.0), {"k": 2.0}
+    proxy = types.MappingProxyType(source)
+    for d in (items, proxy):
+        assert_same(x * 2.0, by_items(x, d))
+    assert_same(x * 2.0, by_class(x, Table))
+    items["k"], source["k"], Table.SCALE = 3.0, 4.0, 5.0
+    try:
+        assert_same(x * 3.0, by_items(x, items))
+        assert_same(x * 4.0, by_items(x, proxy))
+        assert_same(x * 5.0, by_class(x, Table))
+    finally:
+        Table.SCALE = 2.0
+
+
+def test_static_argnames_objects_held_by_identity_changed_in_place():
+    @fusejit.compile(static_argnames=("cfg",))
+    def scaled(x, cfg):
+        return x * cfg["k"]
+
+    cfg, x = {"k": 2.0}, np.arange(4.0)
+    assert_same(x * 2.0, scaled(x, cfg))
+    cfg["k"] = 3.0
+    assert_same(x * 3.0, scaled(x, cfg))
+
+
+def test_an_attribute_set_on_the_compiled_function_itself():
+    @fusejit.compile
+    def scaled(x):
+        return x * scaled.factor
+
+    x = np.arange(4.0)
+    scaled.factor = 2.0
+    assert_same(x * 2.0, scaled(x))
+    scaled.factor = 5.0
+    assert_same(x * 5.0, scaled(x))
+
+
+def test_class_attributes_of_code_run_without_a_module(tmp_path):
+    import runpy
+    path = tmp_path / "model_cfg.py"
+    path.write_text("class Cfg:\n    K = 2.0\n\ndef f(x):\n    return x * Cfg.K\n")
+    namespace = runpy.run_path(str(path))   # its module is not in sys.modules
+    body, x = namespace["f"], np.ones(3)
+    compiled = fusejit.compile(body)
+    assert_same(body(x), compiled(x))
+    namespace["Cfg"].K = 5.0
+    assert_same(body(x), compiled(x))
