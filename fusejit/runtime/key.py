@@ -31,17 +31,49 @@ def leaf_signature(leaf):
         return (_ARRAY, tuple(leaf.shape), np.dtype(leaf.dtype), "device")
     if isinstance(leaf, np.ndarray):
         raise UntraceableInput(f"an ndarray subclass ({cls.__name__}) is not traced")
+    if hasattr(cls, "__array__"):
+        raise UntraceableInput(f"an object with __array__ ({cls.__name__}) is read by NumPy's "
+                               "own code, which a trace cannot follow")
     if cls is slice:  # unhashable before Python 3.12; by value and type (1 == 1.0)
         leaf = typed((leaf.start, leaf.stop, leaf.step))
     if cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:
         return (_BY_ID, id(leaf))   # equal only to itself: by id, not kept alive by the key
     try:
         hash(leaf)
-    except TypeError:
+    except Exception:   # noqa: BLE001 -- unhashable, or a hash of the user's that raises
         return (_BY_ID, id(leaf))
     if cls is int or cls is str or cls is bool or leaf is None:   # the common statics
         return (_STATIC, cls, leaf)
+    if isinstance(cls.__eq__, types.FunctionType):   # the user's ``==``: see ``_Compared``
+        return (_STATIC, _Compared(typed(leaf)))
     return (_STATIC, typed(leaf))
+
+
+class _Compared:
+    """A static value whose class compares in Python, as a key holds it: the user's ``==``
+    may return an array (an array-like) or raise, where a key lookup needs a bool. Such a
+    comparison counts as not equal (the call traces a signature of its own)."""
+
+    __slots__ = ("value", "hash")
+
+    def __init__(self, value):
+        self.value, self.hash = value, hash(value)
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        if type(other) is not _Compared:
+            return NotImplemented
+        if self.value is other.value:
+            return True
+        try:
+            return bool(self.value == other.value)
+        except Exception:   # noqa: BLE001 -- the user's ``==`` raised, or gave no bool
+            return False
+
+    def __repr__(self):
+        return repr(self.value)
 
 
 def _array_signature(array: np.ndarray) -> tuple:

@@ -61,9 +61,15 @@ def _scalar_ufunc(ufunc, py_op, a, b, scalar):
         raise
 
 
+def _opts_out(other) -> bool:
+    """``other`` sets ``__array_ufunc__ = None``: NumPy's operators give way to its own
+    reflected one (``x * o`` is ``o.__rmul__(x)``)."""
+    return getattr(type(other), "__array_ufunc__", False) is None
+
+
 def _binary(ufunc, py_op=None):
     def forward(self, other):
-        if _defers_to_sequence(self, other, ufunc):
+        if _defers_to_sequence(self, other, ufunc) or _opts_out(other):
             return NotImplemented
         if py_op is not None and self.weak and _is_weak(other):
             return _weak_arith(py_op, ufunc, self, other)

@@ -122,3 +122,66 @@ def test_static_signed_zeros_are_keyed_apart_and_nan_is_one_value():
     for z in (0.0, -0.0, 0.0, float("nan"), float("nan")):
         assert_same(signed(x, z=z), compiled(x, z=z))
     assert compiled.cache_info()["signatures"] == 3
+
+
+class _RaisingHash:
+    def __hash__(self):
+        raise RuntimeError("no hash for this one")
+
+
+class _ArrayEquality:
+    """An array-like whose ``==`` answers elementwise, as NumPy's does."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __hash__(self):
+        return hash(self.k)
+
+    def __eq__(self, other):
+        return np.array([self.k, self.k]) == np.array([other.k, other.k])
+
+
+@pytest.mark.parametrize("make", [_RaisingHash, lambda: _ArrayEquality(2.0),
+                                  lambda: memoryview(np.ones(2))],
+                         ids=["hash raises", "== gives an array", "memoryview"])
+def test_arguments_whose_hash_or_equality_is_not_a_keys(make):
+    compiled = fusejit.compile(lambda x, other: x * 2)
+    x = np.arange(4.0)
+    for _ in range(3):   # a fresh object each call, compared with the last one's key
+        assert_same(x * 2, compiled(x, make()))
+
+
+class _Holder:
+    """A duck array: NumPy converts it through ``__array__`` in C, reading ``data``."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data
+
+
+def test_an_argument_with_array_runs_eagerly_and_sees_its_data_change():
+    compiled = fusejit.compile(lambda h: np.tanh(h) * 2)
+    held = _Holder(np.arange(3.0))
+    assert_same(np.tanh(held.data) * 2, compiled(held))
+    held.data = held.data + 1.0
+    assert_same(np.tanh(held.data) * 2, compiled(held))
+    assert compiled.cache_info()["eager_calls"] == 2
+    assert "__array__" in str(compiled.explain(held))
+
+
+class _OptsOut:
+    """Sets ``__array_ufunc__ = None``: ``x * o`` is ``o.__rmul__(x)``, not a ufunc."""
+
+    __array_ufunc__ = None
+
+    def __rmul__(self, other):
+        return other * 3
+
+
+def test_an_operand_that_opts_out_of_ufuncs_gets_its_reflected_operator():
+    compiled = fusejit.compile(lambda x, o: x * o + 1)
+    x = np.arange(3.0)
+    assert_same(x * 3 + 1, compiled(x, _OptsOut()))
