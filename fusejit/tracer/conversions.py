@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import sys
 import threading
 
@@ -71,14 +72,23 @@ def traced_conversions():
                 _originals.clear()
 
 
+_COPY_MODES = {np._CopyMode.ALWAYS: True, np._CopyMode.IF_NEEDED: None,
+               np._CopyMode.NEVER: False}   # ``copy=np._CopyMode.IF_NEEDED``, as SciPy passes
+
+
 def _wrapper(original, convert):
+    takes_copy = "copy" in inspect.signature(original).parameters
+
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         if args and active() is not None:
             first = args[0]
+            if isinstance(kwargs.get("copy"), np._CopyMode):
+                kwargs = {**kwargs, "copy": _COPY_MODES[kwargs["copy"]]}
             if type(first) in (list, tuple) and kwargs.get("copy", True) is not False:
                 first = _stacked(first)
-                kwargs = {**kwargs, "copy": None}    # the stack is the new array
+                if first is not None and takes_copy:
+                    kwargs = {**kwargs, "copy": None}    # the stack is the new array
             if _traced_array(first) and sys._getframe(1).f_code is _AS_STRIDED:
                 active().set_fallback(RAW_MEMORY)
                 args = (first.value, *args[1:])

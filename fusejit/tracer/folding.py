@@ -57,7 +57,8 @@ def _value(var, producers, values):
     if var not in values:
         node = producers[var]
         args = [_value(v, producers, values) for v in node.inputs]
-        values.update(zip(node.outputs, run_node(node, args), strict=True))
+        with np.errstate(all="ignore"):   # the trace warned from the user's line already
+            values.update(zip(node.outputs, run_node(node, args), strict=True))
     return values[var]
 
 

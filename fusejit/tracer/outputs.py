@@ -205,6 +205,8 @@ def _output_leaf(recorder, leaf, proxies, outputs, returned, writes) -> OutputLe
     if isinstance(leaf, TracedFloat) and getattr(leaf, "tracer", None) is not None \
             and leaf.tracer.recorder is recorder:
         leaf = leaf.tracer
+    elif isinstance(leaf, TracedFloat):   # ``type(v)(total)`` (``statistics.mean``): a float
+        leaf = float.__float__(leaf)
     elif type(leaf) is float and id(leaf) in returned and returned[id(leaf)].returned is leaf:
         index = _value_output(recorder, returned.pop(id(leaf)).var, outputs)
         return OutputLeaf("value", index, pyfloat=True)

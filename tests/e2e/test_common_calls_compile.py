@@ -278,3 +278,23 @@ def test_round_of_a_python_float_argument_is_pythons():
     for lr in (0.1234, 2.675, -0.35, 1.7976931348623157e308, float("nan")):
         assert_same(rounded.__wrapped__(x, lr), rounded(x, lr))
     assert rounded.cache_info()["traces"] == 1
+
+
+def _scipy_softmax(x):
+    from scipy.special import softmax  # converts with copy=np._CopyMode.IF_NEEDED
+    return softmax(x, axis=-1) * 2
+
+
+def _contiguous_of_a_list(x):
+    return x * np.ascontiguousarray([1.0, 2.0, 3.0]) + np.asfortranarray((x, x)).sum(0)
+
+
+def _mean_of_items(x):
+    import statistics
+    return statistics.mean([x[k].item() for k in range(3)])   # ``type(v)(total)``
+
+
+@pytest.mark.parametrize("fn", [_scipy_softmax, _contiguous_of_a_list, _mean_of_items])
+def test_conversions_that_library_code_makes(fn):
+    compiled = check_calls(fn, lambda call: (_data((3,), call),))
+    assert type(compiled(np.ones(3))) is type(fn(np.ones(3)))

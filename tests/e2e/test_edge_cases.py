@@ -702,6 +702,17 @@ def test_floating_point_warnings_while_tracing_name_the_users_line():
     assert _warnings_of(compiled, zeros) == []   # a replay does not warn (README)
 
 
+def test_a_constant_cast_warns_once_from_the_users_line():
+    def store(x):
+        x[1:] = np.array([1e10, -1])   # an invalid cast of a constant into int32
+        return x
+
+    line = store.__code__.co_firstlineno + 1
+    for fn in (store, fusejit.compile(store)):
+        assert [w[1:] for w in _warnings_of(fn, np.zeros(3, np.int32))] == [
+            ("invalid value encountered in cast", __file__, line)]
+
+
 def _astype_of_complex(z):
     return (z * 2).astype(np.float64) + 1
 
