@@ -58,9 +58,9 @@ def compile_latency(function: str, specs) -> dict:
 
 def bench_function(compiled, fn, args, kwargs, repeat=20) -> dict:
     start = time.perf_counter()
-    expected = fn(*args, **kwargs)
-    compiled(*args, **kwargs)
+    compiled(*args, **kwargs)   # first: an error in the model names the user's line
     first_call = time.perf_counter() - start
+    expected = fn(*args, **kwargs)
     _check_equal(expected, compiled(*args, **kwargs))
     eager, fused = time_calls(fn, args, kwargs, repeat), time_calls(compiled, args, kwargs, repeat)
     explanation = compiled.explain(*args, **kwargs)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import codegen, config
+from ..ir import Graph
 from ..logs import topic
 from ..passes import DEFAULT_PIPELINE, PipelineRun, run_pipeline
 from . import program_cache
@@ -39,12 +40,18 @@ def build_program(graph, target="cpu", pipeline=DEFAULT_PIPELINE, guards=(), dis
     return program, run, counts
 
 
+def _is_optimized(value) -> bool:
+    """(graph, stats), as ``_optimize`` stores it."""
+    return type(value) is tuple and len(value) == 2 and isinstance(value[0], Graph) and \
+        type(value[1]) is dict
+
+
 def _optimize(graph, target, pipeline, disk_cache=True) -> PipelineRun:
     """Run the passes, or take their result from the disk cache."""
     if not disk_cache:
         return run_pipeline(graph, pipeline, target=target, verify_each=config.strict())
     key = program_cache.fingerprint(graph, target, pipeline)
-    cached = program_cache.load(key)
+    cached = program_cache.load(key, check=_is_optimized)
     if cached is not None and len(cached[0].inputs) == len(graph.inputs):
         cache_log.debug("%s: optimized program loaded from the disk cache", graph.name)
         return PipelineRun(cached[0], target, dict(cached[1], loaded_from_disk=True))

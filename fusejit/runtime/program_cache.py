@@ -39,8 +39,9 @@ def _path(key: str) -> Path:
     return config.cache_dir() / "programs" / f"{key}.pkl"
 
 
-def load(key: str):
-    """The cached (graph, stats) for ``key``, or None."""
+def load(key: str, check=None):
+    """The cached (graph, stats) for ``key``, or None. ``check``: whether a value is of the
+    kind stored (one that is not, written by another tool, is damage too)."""
     path = _path(key)
     try:
         blob = path.read_bytes()
@@ -53,6 +54,8 @@ def load(key: str):
         stored_key, value = pickle.loads(payload)
         if stored_key != key:
             raise ValueError(f"entry written for {stored_key}")
+        if check is not None and not check(value):
+            raise ValueError(f"it holds a {type(value).__name__}, not a program")
     except Exception as exc:  # noqa: BLE001 -- any damage means: rebuild
         log.warning("ignoring damaged program cache entry %s (%s); rebuilding", path.name, exc)
         _remove(path)

@@ -134,8 +134,9 @@ def test_a_directory_is_not_a_model_file(tmp_path):
     assert result.returncode == 2 and "not a file" in result.stderr
 
 
-def test_error_in_user_model_names_its_source_line():
-    result = fusejit("dump", BLOCK, "--arg", "x=f32[8,16]", *BLOCK_ARGS[2:])
+@pytest.mark.parametrize("command", ["dump", "bench"])
+def test_error_in_user_model_names_its_source_line(command):
+    result = fusejit(command, BLOCK, "--arg", "x=f32[8,16]", *BLOCK_ARGS[2:])
     assert result.returncode == 1
     assert "ValueError" in result.stderr and "raised at " in result.stderr
     assert "gpt2_block.py:" in result.stderr

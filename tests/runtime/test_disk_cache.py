@@ -287,3 +287,12 @@ def test_a_damaged_kernel_directory_is_repaired_with_a_warning(tmp_path, monkeyp
         (tmp_path / "kernels" / f"{key}.py").mkdir(parents=True)
     path = source_cache.ensure_file(source_cache.kernel_dir() / f"{key}.py", source)
     assert path.read_text() == source and "replacing it" in caplog.text
+
+
+def test_a_well_formed_entry_holding_no_program_is_rebuilt(tmp_path, monkeypatch, caplog):
+    from fusejit.runtime import pipeline, program_cache
+    monkeypatch.setenv("FUSEJIT_CACHE_DIR", str(tmp_path))
+    program_cache.store("k" * 40, ("not", "a", "program"))   # hash and key as a real one
+    assert program_cache.load("k" * 40, check=pipeline._is_optimized) is None
+    assert "it holds a tuple, not a program" in caplog.text
+    assert not entries(tmp_path, "programs", ".pkl")
