@@ -31,6 +31,9 @@ def leaf_signature(leaf):
         return (_ARRAY, tuple(leaf.shape), np.dtype(leaf.dtype), "device")
     if isinstance(leaf, np.ndarray):
         raise UntraceableInput(f"an ndarray subclass ({cls.__name__}) is not traced")
+    if cls is memoryview or cls is bytearray:
+        raise UntraceableInput(f"a {cls.__name__} is a buffer NumPy reads in C, which a trace "
+                               "cannot follow")
     if hasattr(cls, "__array__"):
         raise UntraceableInput(f"an object with __array__ ({cls.__name__}) is read by NumPy's "
                                "own code, which a trace cannot follow")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import creation, pystate
+from . import creation, object_reads, pystate
 from .captures import (
     MAX_DEPTH,
     bound_parts,
@@ -36,7 +36,7 @@ from .captures import (
     slot_names,
     user_code,
 )
-from .code_reads import constant_keys, in_class
+from .code_reads import constant_keys
 from .context import unwrap
 from .loc import classify
 from .overlay import Copies, proxyable, rebuildable
@@ -218,26 +218,22 @@ class _Swaps:
                     slots[key] = self.originals[id(item)][0]
 
     def held_reads(self, codes) -> list[tuple]:
-        """(source, value, label, path[, cls]): the plain and named values held by the
-        objects, dicts and lists reached from globals, closure cells and defaults, under an
-        attribute name or constant key that ``codes`` read (``self.s`` in ``MODEL.forward``,
-        read through a local name, which ``code_reads`` does not follow), and the methods
-        such an object's class runs (``layer(x)``, ``layer.forward(x)``: a layer swapped for
-        one of another class). One the body changed is ``_check_state``'s."""
-        names = set().union(*map(code_names, codes))
+        """(source, value, label, path[, cls]): the plain and named values the code the trace
+        ran reads through the objects, dicts and lists reached from globals, closure cells
+        and defaults (``object_reads``). One the body changed is ``_check_state``'s."""
         keys = frozenset().union(*map(constant_keys, codes))
-        found = []
+        objects, found = [], []
         for slots in self.shared:
             text, step, _, where = self.plain.get(id(slots), ("", "", None, None))
             if where is None or type(slots) not in (dict, list):
                 continue   # a class's or module's attributes: ``code_reads``
-            for key, item in _items(slots):
-                if pystate.read_again(item) and _wanted(slots, step, key, names, keys):
-                    label = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
-                    found.append((where[0], item, label, (*where[1], (step, key))))
-            if step == "attr":
-                found += _method_reads(where, text, slots, names)
-        return found
+            if step == "item":
+                found += object_reads.items(slots, where, text, keys, depth=1)
+                continue
+            obj = pystate.walk(pystate.source_root(where[0]), where[1])
+            if getattr(obj, "__dict__", None) is slots:
+                objects.append((obj, where, text))
+        return found + object_reads.reads(objects, codes)
 
     def _check_state(self, slots) -> None:
         """A plain Python value the body changed in a container reached from a global or
@@ -251,33 +247,6 @@ class _Swaps:
             label = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
             watch = pystate.in_source(label, where[0], (*where[1], (step, key)))
             self.recorder.state_changed(watch, old, new)
-
-
-def _method_reads(where, text: str, attrs: dict, names: set) -> list[tuple]:
-    """The functions the class of the object whose ``__dict__`` is ``attrs`` runs for the
-    methods ``names`` and for a call of the object, which it does not shadow."""
-    obj = pystate.walk(pystate.source_root(where[0]), where[1])
-    cls = type(obj)
-    if getattr(obj, "__dict__", None) is not attrs or \
-            type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
-        return []
-    found = []
-    methods = (types.FunctionType, staticmethod, classmethod)
-    for name in sorted(names | {"__call__"}):
-        if name in attrs or (name.startswith("__") and name != "__call__") or \
-                not isinstance(in_class(cls, name), methods):
-            continue
-        found.append((where[0], pystate.method_of(obj, name), f"{text}.{name}",
-                      (*where[1], ("method", name)), cls))
-    return found
-
-
-def _wanted(slots, step: str, key, names: set, keys: frozenset) -> bool:
-    """An attribute the code reads by name, or an item it subscripts by a constant key (a
-    list's from either end)."""
-    if step == "attr":
-        return key in names
-    return key in keys or (type(slots) is list and key - len(slots) in keys)
 
 
 def _plain(slots) -> dict:

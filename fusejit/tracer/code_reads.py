@@ -323,10 +323,11 @@ def _scan(instructions: list) -> tuple:
     return tuple(sorted(found, key=repr))
 
 
-def _chain(instructions: list, k: int) -> list:
+def _chain(instructions: list, k: int, ends: list | None = None) -> list:
     """The chains from the global ``instructions[k]`` loads: attribute loads and subscripts by
     a constant after it (``config.SCALE``, ``PARAMS["lr"]``), also as an augmented assignment
-    reads them (``CNT.n += 1``, ``PARAMS["steps"] += 1``), and a store through them."""
+    reads them (``CNT.n += 1``, ``PARAMS["steps"] += 1``), and a store through them.
+    ``ends`` gets the index of the first instruction past the chain."""
     steps, found = [instructions[k].argval], []
     k += 1
     while k < len(instructions) and len(steps) < MAX_DEPTH:
@@ -355,7 +356,34 @@ def _chain(instructions: list, k: int) -> list:
             break
         k += 1
     found.append((tuple(steps), False))
+    if ends is not None:
+        ends.append(k + 1 if k < len(instructions) and instructions[k].opname in _LOADS else k)
     return found
+
+
+@per_code()
+def object_reads(code) -> tuple:
+    """(self paths, loose names): the paths a method reads below its first argument
+    (``self.t``, ``self.layers[3].s``: ``(("attr", "layers"), ("item", 3), ("attr", "s"))``,
+    as ``pystate.walk`` takes them), and the attribute names it loads otherwise (``layer.s``
+    of a loop variable, ``self.get().k``), which may be any object's. Nested code (a
+    comprehension, a lambda) adds its loose names."""
+    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    own = code.co_varnames[0] if code.co_argcount else None
+    paths, taken = set(), set()
+    for k, ins in enumerate(instructions):
+        if ins.opname == "LOAD_FAST" and ins.argval == own and own is not None:
+            ends: list = []
+            for steps, _stored in _chain(instructions, k, ends):
+                paths.add(tuple(steps[1:]))
+            taken.update(range(k, ends[0]))   # the loads the chain went through
+    loose = {ins.argval for k, ins in enumerate(instructions)
+             if ins.opname in _LOADS and k not in taken}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            loose |= object_reads(const)[1] | {step[1] for path in object_reads(const)[0]
+                                               for step in path[:1] if step[0] == "attr"}
+    return frozenset(path for path in paths if path), frozenset(loose)
 
 
 def _subscript(instructions: list, k: int) -> tuple:

@@ -211,3 +211,67 @@ def test_class_attributes_of_code_run_without_a_module(tmp_path):
     assert_same(body(x), compiled(x))
     namespace["Cfg"].K = 5.0
     assert_same(body(x), compiled(x))
+
+
+class Optimizer:
+    def __init__(self):
+        self.t = 0
+
+
+class Stepped:
+    K = 2.0
+
+    def __init__(self):
+        self.t, self.opt, self.cfg = 1.0, Optimizer(), Table
+
+    def forward(self, x):
+        return x * self.t * self.K + self.cfg.SCALE
+
+
+def test_paths_below_self_a_class_attribute_and_a_class_held_by_an_attribute(monkeypatch):
+    model = Stepped()
+    monkeypatch.setattr(here, "MODEL", model)
+    compiled, x = fusejit.compile(lambda x: MODEL.forward(x)), np.arange(4.0)
+    assert_same(model.forward(x), compiled(x))
+    for change in (lambda: setattr(Stepped, "K", 3.0), lambda: setattr(Table, "SCALE", 4.0),
+                   lambda: setattr(model, "K", 5.0)):
+        change()
+        assert_same(model.forward(x), compiled(x))
+    monkeypatch.setattr(Stepped, "K", 2.0)
+    monkeypatch.setattr(Table, "SCALE", 2.0)
+
+
+def test_a_count_on_another_object_under_a_name_self_reads_keeps_the_path(monkeypatch):
+    monkeypatch.setattr(here, "MODEL", Stepped())
+    compiled, x = fusejit.compile(lambda x: MODEL.forward(x)), np.arange(4.0)
+    for _ in range(4):
+        MODEL.opt.t += 1   # the optimizer's step, which no traced code reads
+        assert_same(MODEL.forward(x), compiled(x))
+    assert compiled.cache_info()["traces"] == 1
+
+
+def test_an_object_a_function_argument_reaches_and_a_compiled_classmethod():
+    class Host:
+        def __init__(self):
+            self.sub = Optimizer()
+
+        def grad(self, w):
+            return w * self.sub.t
+
+    host, w = Host(), np.arange(4.0)
+    compiled = fusejit.compile(_step)
+    assert_same(_step(w, host.grad, 0.1), compiled(w, host.grad, 0.1))
+    host.sub.t = 3
+    assert_same(_step(w, host.grad, 0.1), compiled(w, host.grad, 0.1))
+
+    class Scaled2:
+        SCALE = 2.0
+
+        @classmethod
+        def go(cls, x):
+            return x * cls.SCALE
+
+    go = fusejit.compile(Scaled2.go)
+    assert_same(w * 2.0, go(w))
+    Scaled2.SCALE = 3.0
+    assert_same(w * 3.0, go(w))

@@ -1,0 +1,149 @@
+"""Plain and named values read through objects the body reaches from its globals, closure
+cells and defaults: ``MODEL.forward(x)`` reading ``self.scale``, a callable object ``ACT(x)``
+reading ``self.slope``, ``cfg = CONFIG; cfg.eps``.
+
+Code that runs as it is reads them through local names, which ``code_reads`` (chains from
+globals) does not follow. So for each object ``capture_proxies`` walked from a global, cell
+or default (three steps down), the places read again before each replay are:
+
+- the paths the methods of its class that the trace ran read below ``self``
+  (``code_reads.object_reads``: ``self.t``, ``self.layers[3].s``, ``self.cfg["eps"]``, a class
+  attribute ``self.K``, a method ``self.act``); a count kept on another object under the same
+  name (``MODEL.opt.t``) is not one of them;
+- its attributes under the names any code the trace ran loads otherwise (``layer.s`` of a
+  loop variable), and the ``__call__`` its class runs (``x = layer(x)``: a layer swapped for
+  one of another class);
+- the items of its lists and dicts under the keys the code subscripts by a constant.
+
+Each is walked from the global, cell or default again (``plain_reads.PlainRead``), so a
+global rebound to another object is seen too. One the body changed itself is
+``capture_proxies``' state check, not a read.
+"""
+from __future__ import annotations
+
+import types
+
+from . import pystate
+from .code_reads import in_class, object_reads
+
+_METHODS = (types.FunctionType, staticmethod, classmethod)
+
+
+def reads(objects, codes) -> list[tuple]:
+    """(source, value, label, path[, cls]) for each ``(obj, where, text)`` walked from a global,
+    cell or default; ``codes``: the user code objects the trace ran."""
+    loose = set().union(*(object_reads(code)[1] for code in codes))
+    found: list = []
+    for obj, where, text in objects:
+        cls = type(obj)
+        if cls is not types.SimpleNamespace and \
+                type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
+            continue   # its own attribute lookup
+        paths = set(_self_paths(cls, codes))
+        paths.update((("attr", name),) for name in loose | {"__call__"}
+                     if not name.startswith("__") or name == "__call__")
+        for path in sorted(paths, key=repr):
+            found += _along(obj, path, where, text)
+    return found
+
+
+def items(container, where, text: str, keys: frozenset, depth: int = pystate.NESTED,
+          subclasses: bool = False) -> list[tuple]:
+    """The plain and named items of a list or dict (``subclasses``: or a subclass, a
+    ``MappingProxyType``) under the constant keys the code subscripts by (a list's from
+    either end), and of the lists and dicts it holds there, ``depth`` levels down."""
+    if type(container) is dict or (subclasses and isinstance(
+            container, (dict, types.MappingProxyType))):
+        pairs = container.items()
+    elif type(container) is list or (subclasses and isinstance(container, list)):
+        pairs = enumerate(container)
+    else:
+        return []
+    found = []
+    for key, value in list(pairs):
+        if not (key in keys or (isinstance(container, list) and key - len(container) in keys)):
+            continue
+        here = (where[0], (*where[1], ("item", key)))
+        label = f"{text}[{key!r}]"
+        if pystate.read_again(value):
+            found.append((where[0], value, label, here[1]))
+        elif depth > 1:
+            found += items(value, here, label, keys, depth - 1)
+    return found
+
+
+def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
+    """What the code reads below a value given to it (an argument that is not traced, a
+    closure cell's or a bound method's object, a static argument): an object's paths
+    (``reads``), a list's or dict's items, or the value itself where it is plain or named."""
+    if pystate.read_again(value):
+        return [(where[0], value, text, where[1])]
+    if isinstance(value, (list, dict, types.MappingProxyType)):
+        return items(value, where, text, keys, subclasses=True)
+    if isinstance(getattr(value, "__dict__", None), dict) and not isinstance(
+            value, (type, types.ModuleType, types.FunctionType)):
+        return reads([(value, where, text)], codes)
+    return []
+
+
+def _self_paths(cls: type, codes) -> set:
+    methods = _codes_of(cls)
+    return set().union(*(object_reads(code)[0] for code in codes if code in methods))
+
+
+def _codes_of(cls: type) -> set:
+    """The code of the functions, static and class methods and property getters a class
+    defines or inherits."""
+    found = set()
+    for klass in cls.__mro__[:-1]:
+        for value in vars(klass).values():
+            value = value.fget if isinstance(value, property) else \
+                getattr(value, "__func__", value)
+            if isinstance(value, types.FunctionType):
+                found.add(value.__code__)
+    return found
+
+
+def _along(obj, path: tuple, where, text: str) -> list[tuple]:
+    """The read at the first place along ``path`` from ``obj`` that holds a plain or named
+    value (and past a class, at what the path reads in it), or none where it leads nowhere
+    such (an array, a property, a library's object)."""
+    steps, found = [], []
+    for kind, key in path:
+        step, value, cls = _step(obj, kind, key)
+        if step is None:
+            break
+        steps.append(step)
+        if pystate.read_again(value):
+            label = text + "".join(f".{k}" if s != "item" else f"[{k!r}]" for s, k in steps)
+            found.append((where[0], value, label, (*where[1], *steps), cls))
+            if not isinstance(value, type):   # a class: its attributes below it too
+                break
+        if value is pystate.ABSENT or pystate.is_plain(value) or cls is not None:
+            break
+        obj = value
+    return found
+
+
+def _step(obj, kind: str, key) -> tuple:
+    """(the ``pystate.walk`` step, the value there, the class a method step reads) for
+    ``obj.key`` or ``obj[key]``; (None, None, None) where it reads elsewhere."""
+    if kind == "item":
+        if type(obj) in (list, dict):
+            return ("item", key), pystate.get_path(obj, (key,)), None
+        return None, None, None
+    attrs = getattr(obj, "__dict__", None)
+    if isinstance(obj, type):   # ``self.cfg = Cfg``, then ``self.cfg.eps``
+        held = in_class(obj, key) if type(obj) is type else pystate.ABSENT
+        if type(held) is types.FunctionType or (
+                held is not pystate.ABSENT and not hasattr(type(held), "__get__")):
+            return ("attr", key), held, None
+        return None, None, None
+    if type(attrs) is dict and key in attrs:
+        return ("attr", key), attrs[key], None
+    held = in_class(type(obj), key)
+    if isinstance(held, _METHODS):   # the function a call runs: ``self.act(x)``, ``layer(x)``
+        return ("method", key), pystate.method_of(obj, key), type(obj)
+    if held is not pystate.ABSENT and not hasattr(type(held), "__get__"):
+        return ("attr", key), held, None   # a class attribute: ``self.K``, ``self.cfg[...]``
+    return None, None, None
