@@ -15,6 +15,7 @@ import types
 import numpy as np
 
 from ..tracer import layouts, pystate, unflatten
+from ..tracer.captures import ContainerChanged
 from ..tracer.returned_views import apply_views
 from . import undo
 from .device import is_device_array
@@ -29,7 +30,7 @@ def fast_entry(entry, general):
     """The generated ``fast_run(leaves)`` of ``entry``, falling back on ``general``; None
     for the entries only the general path serves (attribute rebinding, deferred writes...)."""
     trace, program = entry.trace, entry.program
-    if trace.attr_writes or trace.containers or entry.copied_views \
+    if trace.attr_writes or entry.copied_views \
             or getattr(program, "deferred", None) \
             or any(order is not None for order in entry.target_orders) \
             or any(m.target != "arg" for m in trace.mutations):
@@ -43,6 +44,11 @@ def fast_entry(entry, general):
     if trace.layouts is not None:
         lines += ["    if not hold(layouts, leaves):", "        raise GuardFailed(laid_out)"]
     _plain_read_lines(trace, lines, names, entry.owner)
+    if trace.containers:   # ``for layer in net.layers``: the items the trace looped over
+        names["containers"], names["ContainerChanged"] = trace.containers, ContainerChanged
+        lines += ["    try:", "        for check in containers: check.verify(leaves)",
+                  "    except ContainerChanged as changed:",
+                  "        raise GuardFailed(str(changed)) from None"]
     arguments = _argument_lines(trace, lines)
     captured = _capture_lines(trace, lines, names)
     targets = _write_check_lines(trace, arguments, captured, lines)
