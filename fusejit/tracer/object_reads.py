@@ -33,16 +33,18 @@ def reads(objects, codes) -> list[tuple]:
     """(source, value, label, path[, cls]) for each ``(obj, where, text)`` walked from a global,
     cell or default; ``codes``: the user code objects the trace ran."""
     loose = set().union(*(object_reads(code)[1] for code in codes))
+    loose = {(("attr", name),) for name in loose | {"__call__"}
+             if not name.startswith("__") or name == "__call__"}
     found: list = []
+    by_class: dict = {}   # a class -> the paths read below its objects, in order
     for obj, where, text in objects:
         cls = type(obj)
         if cls is not types.SimpleNamespace and \
                 type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
             continue   # its own attribute lookup
-        paths = set(_self_paths(cls, codes))
-        paths.update((("attr", name),) for name in loose | {"__call__"}
-                     if not name.startswith("__") or name == "__call__")
-        for path in sorted(paths, key=repr):
+        if cls not in by_class:
+            by_class[cls] = sorted(_self_paths(cls, codes) | loose, key=repr)
+        for path in by_class[cls]:
             found += _along(obj, path, where, text)
     return found
 
