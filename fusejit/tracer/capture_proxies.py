@@ -264,8 +264,10 @@ def _container(slots):
 
 def _items(slots) -> list:
     """(key, item) pairs of a dict, list, deque, ``__dict__`` or ``_Attributes``, taken before any
-    is replaced."""
-    return list(enumerate(slots) if type(slots) in (list, deque) else slots.items())
+    is replaced; not weak proxies (``weakref.proxy``: looking at one whose object died
+    raises), which hold no array of their own."""
+    pairs = enumerate(slots) if type(slots) in (list, deque) else slots.items()
+    return [(key, item) for key, item in pairs if type(item) not in pystate.PROXIES]
 
 
 class _Subclass:

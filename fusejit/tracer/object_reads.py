@@ -78,6 +78,8 @@ def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
     """What the code reads below a value given to it (an argument that is not traced, a
     closure cell's or a bound method's object, a static argument): an object's paths
     (``reads``), a list's or dict's items, or the value itself where it is plain or named."""
+    if type(value) in pystate.PROXIES:
+        return []
     if pystate.read_again(value):
         return [(where[0], value, text, where[1])]
     if isinstance(value, (list, dict, types.MappingProxyType)):
@@ -130,6 +132,8 @@ def _along(obj, path: tuple, where, text: str) -> list[tuple]:
 def _step(obj, kind: str, key) -> tuple:
     """(the ``pystate.walk`` step, the value there, the class a method step reads) for
     ``obj.key`` or ``obj[key]``; (None, None, None) where it reads elsewhere."""
+    if type(obj) in pystate.PROXIES:   # a weak proxy reads its object's, which may be gone
+        return None, None, None
     if kind == "item":
         if type(obj) in (list, dict):
             return ("item", key), pystate.get_path(obj, (key,)), None

@@ -17,6 +17,7 @@ import functools
 import logging
 import re
 import types
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ _SCALARS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
 _BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                 functools.partial, np.ufunc, type, staticmethod, classmethod)
 _BY_VALUE = (np.dtype, slice, range)
+PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 
 
 # Attributes that a class of Python's library fills as a cache of its own: the body does not
@@ -50,6 +52,8 @@ def library_cache(obj, name: str) -> bool:
 
 def is_plain(value) -> bool:
     """A number, bool, string, None, enum member or NumPy scalar, or a short tuple of them."""
+    if type(value) in PROXIES:   # a weak proxy: ``isinstance`` raises once its object died
+        return False
     if isinstance(value, _SCALARS):
         return True
     if isinstance(value, np.generic):
@@ -142,7 +146,10 @@ def same(expected, current, depth: int = NESTED) -> bool:
 def shown(value) -> str:
     if type(value) is np.ndarray:
         return f"an array {value.dtype}{list(value.shape)}"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:   # noqa: BLE001 -- the user's __repr__ raised: the type says enough
+        text = f"<{type(value).__name__} object>"
     if is_named(value):   # ``<function block>``: no address, the same text in every run
         text = _ADDRESS.sub("", text)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -275,3 +275,44 @@ def test_an_object_a_function_argument_reaches_and_a_compiled_classmethod():
     assert_same(w * 2.0, go(w))
     Scaled2.SCALE = 3.0
     assert_same(w * 3.0, go(w))
+
+
+class _Gone:
+    pass
+
+
+class _Mode(__import__("enum").Enum):
+    """A value ``explain`` lists, whose ``__repr__`` raises."""
+
+    A = 1
+
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+class _Moded:
+    def __init__(self):
+        self.mode, self.w = _Mode.A, np.ones(4)
+
+    def forward(self, x):
+        return x * self.w if self.mode is _Mode.A else x
+
+
+def test_a_dead_weak_proxy_beside_and_a_value_without_repr(monkeypatch):
+    import gc
+    import weakref
+
+    gone, model = _Gone(), Scaled(2.0)
+    model.peer = weakref.proxy(gone)
+    monkeypatch.setattr(here, "SCALER", model)
+    compiled, x = fusejit.compile(lambda x: SCALER(x)), np.arange(4.0)
+    assert_same(model(x), compiled(x))
+    del gone
+    gc.collect()
+    model.scale = 5.0
+    assert_same(model(x), compiled(x))
+    assert "global SCALER.scale" in str(compiled.explain(x))
+    monkeypatch.setattr(here, "MODEL", _Moded())
+    moded = fusejit.compile(lambda x: MODEL.forward(x))
+    assert_same(MODEL.forward(x), moded(x))
+    assert "global MODEL.mode == <_Mode object>" in str(moded.explain(x))
