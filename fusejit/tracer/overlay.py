@@ -139,6 +139,9 @@ for default argument arrays."""
                 and classify(value.__code__.co_filename) == "user"):
             return self.function(value)
         if rebuildable(value):   # ``CACHE = (x, h)``: a copy holding proxies
+            for k, item in enumerate(value):   # ``P(w, 2.0)`` rebound to ``P(w, 4.0)``
+                plain_reads.record(self.plain_reads, where[0], item, f"global {name}[{k}]",
+                                   (("item", k),))
             return self.swaps.tuple_copy(value, where)
         self.swaps.swap(value, where)
         return value

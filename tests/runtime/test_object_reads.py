@@ -316,3 +316,15 @@ def test_a_dead_weak_proxy_beside_and_a_value_without_repr(monkeypatch):
     moded = fusejit.compile(lambda x: MODEL.forward(x))
     assert_same(MODEL.forward(x), moded(x))
     assert "global MODEL.mode == <_Mode object>" in str(moded.explain(x))
+
+
+PARAMS = __import__("collections").namedtuple("Params", "w k")(np.ones(4), 2.0)
+
+
+def test_the_numbers_of_a_named_tuple_holding_an_array(monkeypatch):
+    compiled, x = fusejit.compile(lambda x: x * PARAMS.w * PARAMS.k), np.arange(4.0)
+    assert_same(x * 2.0, compiled(x))
+    monkeypatch.setattr(here, "PARAMS", PARAMS._replace(k=4.0))   # the same array
+    assert_same(x * 4.0, compiled(x))
+    PARAMS.w[:] = 3.0
+    assert_same(x * 12.0, compiled(x))
