@@ -15,15 +15,11 @@ the body's own globals and cells are (``plain_reads``), so a new value takes ano
 from __future__ import annotations
 
 import functools
-import sys
 import types
 
 from . import object_reads, pystate
-from .captures import code_names, method_owner
-from .code_reads import constant_keys, in_class
-from .loc import classify
-
-_DEPTH = 3   # partials and methods unwrapped, at most
+from .captures import callable_parts, method_owner, names_of
+from .code_reads import constant_keys
 
 
 def reads(leaves, paths, codes) -> list[tuple]:
@@ -34,12 +30,12 @@ def reads(leaves, paths, codes) -> list[tuple]:
     paths = paths or [f"argument {k}" for k in range(len(leaves))]
     for leaf, label in zip(leaves, paths, strict=True):
         if isinstance(leaf, type):
-            found += class_reads(leaf, label, set().union(*map(code_names, codes)))
+            found += class_reads(leaf, label, names_of(codes))
         elif isinstance(leaf, (dict, types.MappingProxyType)) and type(leaf) is not dict:
             found += object_reads.items(leaf, (("object", leaf), ()), label, keys,
                                         subclasses=True)
         elif callable(leaf):
-            found += _callable(leaf, label, codes, keys, _DEPTH)
+            found += _callable(leaf, label, codes, keys)
     return found
 
 
@@ -51,8 +47,7 @@ def static_reads(fn, codes) -> list[tuple]:
     classmethod, its class (``cls.SCALE``)."""
     keys = frozenset().union(*map(constant_keys, codes))
     owner = method_owner(fn)
-    found = class_reads(owner, "cls", set().union(*map(code_names, codes))) \
-        if isinstance(owner, type) else []
+    found = class_reads(owner, "cls", names_of(codes)) if isinstance(owner, type) else []
     if not isinstance(fn, functools.partial):
         return found
     for name, value in fn.keywords.items():
@@ -63,24 +58,13 @@ def static_reads(fn, codes) -> list[tuple]:
 
 def class_reads(cls: type, label: str, names: set) -> list[tuple]:
     """The plain values and functions a user class holds (or inherits) under ``names`` (those
-    the code reads), as a lookup on the class gives them."""
-    if type(cls) is not type or _classify(cls) != "user":
-        return []   # a metaclass may answer otherwise (an Enum's members); a library's class
+    the code reads), as a lookup on the class gives them (``object_reads.class_value``)."""
     found = []
     for name in sorted(names):
-        if name.startswith("__") or in_class(cls, name) is pystate.ABSENT:
-            continue
-        value = pystate.get_attribute(cls, name)
-        if type(value) is types.MethodType or hasattr(type(value), "__set__"):
-            continue   # a class method (made anew on each lookup), a descriptor
+        value = pystate.ABSENT if name.startswith("__") else object_reads.class_value(cls, name)
         if pystate.read_again(value):
             found.append((("object", cls), value, f"{label}.{name}", (("attr", name),)))
     return found
-
-
-def _classify(cls: type) -> str:
-    module = sys.modules.get(cls.__module__)
-    return classify(getattr(module, "__file__", None) or "<unknown>")
 
 
 def _by_identity(value) -> bool:
@@ -96,33 +80,18 @@ def _by_identity(value) -> bool:
     return False
 
 
-def _callable(fn, label: str, codes, keys, depth: int) -> list[tuple]:
-    if depth == 0:
-        return []
+def _callable(fn, label: str, codes, keys) -> list[tuple]:
+    """What the code reads in what a function given as an argument reaches
+    (``captures.callable_parts``); a default through the function, which may be given new
+    defaults."""
     found = []
-    if isinstance(fn, functools.partial):
-        for k, value in [*enumerate(fn.args), *fn.keywords.items()]:
-            found += object_reads.below(value, (("object", value), ()), f"{label}.args[{k!r}]",
-                                        codes, keys)
-        return found + _callable(fn.func, label, codes, keys, depth - 1)
-    if isinstance(fn, types.MethodType):
-        owner = fn.__self__
-        found += object_reads.below(owner, (("object", owner), ()), f"{label}.__self__",
-                                    codes, keys)
-        fn = fn.__func__
-    if type(fn) is not types.FunctionType:
-        return found
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
-        try:
-            value = cell.cell_contents
-        except ValueError:   # not bound yet
+    for source, value, text, defaults_of in callable_parts(fn, label):
+        if defaults_of is None:
+            found += object_reads.below(value, (source, ()), text, codes, keys)
             continue
-        found += object_reads.below(value, (("cell", cell), ()), f"{label}.<closure {name}>",
-                                    codes, keys)
-    for name in ("__defaults__", "__kwdefaults__"):
-        held = getattr(fn, name) or ()
-        for key in (range(len(held)) if type(held) is tuple else held):
-            if pystate.read_again(held[key]):
-                found.append((("object", fn), held[key], f"{label}.{name}[{key!r}]",
+        holder, name = defaults_of
+        for key in (range(len(value)) if type(value) is tuple else value):
+            if pystate.read_again(value[key]):
+                found.append((("object", holder), value[key], f"{text}[{key!r}]",
                               (("attr", name), ("item", key))))
     return found

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 from . import pystate
 from .argument_reads import class_reads
-from .captures import bound_parts, code_names
+from .captures import bound_parts, names_of
 from .code_reads import constant_keys, in_class
 from .loc import classify
+from .object_reads import keyed_items
 from .side_effects import STATIC
 
 MAX_READS = 64   # attributes read again per replay, at most
@@ -73,7 +74,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
     every = _codes(fn, snaps)
     codes = every if entered is None else \
         [code for code in entered if classify(code.co_filename) == "user"]
-    names, read = _names_of(every), _names_of(codes)
+    names, read = names_of(every), names_of(codes)
     keys = frozenset().union(*map(constant_keys, codes))
     found, late = [], []
     for snap in snaps:
@@ -104,7 +105,7 @@ def _below(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> lis
         return []
     return [AttributeRead(leaf, (*steps, *pystate.steps_of(name, path)[1:]),
                           f"{label}{pystate.path_text(path)}", item)
-            for path, item in _items(value, keys, pystate.NESTED)]
+            for path, item in keyed_items(value, keys)]
 
 
 def _held(snap, leaf: int, steps: tuple, value) -> list:
@@ -119,24 +120,10 @@ def _item_reads(snap, leaf: int, name: str, keys: frozenset) -> list:
     """The reads of the items of the list or dict attribute ``name`` under ``keys``: plain
     ones as they were before the body (one it changed is ``pystate``'s), named ones."""
     before, found = (snap.plain or {}).get(name, {}), []
-    for path, item in _items(snap.attrs[name], keys, pystate.NESTED):
+    for path, item in keyed_items(snap.attrs[name], keys):
         if path in before or not pystate.is_plain(item):
             found += _held(snap, leaf, pystate.steps_of(name, path), before.get(path, item))
     return found
-
-
-def _items(container, keys: frozenset, depth: int):
-    """(path, value): the plain and named items under ``keys`` in a list or dict, and in the
-    lists and dicts it holds, ``depth`` levels down (a list's by index, from either end)."""
-    is_list = type(container) is list
-    pairs = enumerate(container) if is_list else container.items()
-    for key, value in list(pairs):
-        if key not in keys and not (is_list and key - len(container) in keys):
-            continue
-        if pystate.read_again(value):
-            yield (key,), value
-        elif depth > 1 and type(value) in (list, dict):
-            yield from (((key, *path), item) for path, item in _items(value, keys, depth - 1))
 
 
 def _class_reads(snap, leaf: int, read: set, keys: frozenset) -> list:
@@ -179,11 +166,3 @@ def _codes(fn, snaps) -> list:
                 if isinstance(value, types.FunctionType):
                     codes.append(value.__code__)
     return codes
-
-
-def _names_of(codes) -> set[str]:
-    names: set[str] = set()
-    for code in codes:
-        names |= code_names(code)
-    return names
-

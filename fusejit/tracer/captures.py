@@ -273,30 +273,15 @@ class Roots:
                 roots.add_callable(leaf, path)
         return roots
 
-    def add_callable(self, fn, path: str, depth: int = 3) -> None:
-        """What a function given as an argument reaches (``grad_fn(w)``): its closure cells,
-        its defaults, a partial's bound arguments, a bound method's object. The cache key
-        holds the function itself (a bound method: its object and function), so these are
-        the same objects on every call of that signature, read again as the body's own."""
-        if depth == 0:
-            return
-        if isinstance(fn, functools.partial):
-            self.candidates += [(("object", v), f"{path}.args[{k!r}]") for k, v in
-                                [*enumerate(fn.args), *fn.keywords.items()]]
-            self.add_callable(fn.func, path, depth - 1)
-            return
-        if isinstance(fn, types.MethodType):
-            self.candidates.append((("object", fn.__self__), f"{path}.__self__"))
-            fn = fn.__func__
-        if type(fn) is not types.FunctionType:
-            return
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
-            self.candidates.append((("cell", cell), f"{path}.<closure {name}>"))
-        for name in ("__defaults__", "__kwdefaults__"):
-            defaults = getattr(fn, name)
-            if defaults:
-                self.candidates.append((("object", defaults), f"{path}.{name}"))
-                self.defaults[id(defaults)] = (fn, name)
+    def add_callable(self, fn, path: str) -> None:
+        """What a function given as an argument reaches (``grad_fn(w)``: ``callable_parts``).
+        The cache key holds the function itself (a bound method: its object and function),
+        so these are the same objects on every call of that signature, read again as the
+        body's own."""
+        for source, value, label, defaults_of in callable_parts(fn, path):
+            self.candidates.append((source, label))
+            if defaults_of is not None:
+                self.defaults[id(value)] = defaults_of
 
     def read_again(self, source, steps) -> tuple:
         """(source, steps) of a path to read on every call: one through a function's defaults
@@ -316,6 +301,40 @@ class Roots:
         self.candidates += [(("global", globals_dict, name), name) for name, value in
                             list(globals_dict.items())
                             if type(value) is np.ndarray and name not in names]
+
+
+def callable_parts(fn, label: str, depth: int = 3):
+    """(source, value, label, defaults of) for what a function given as an argument reaches:
+    a partial's bound arguments (then its function, ``depth`` partials down), a bound
+    method's object, a function's closure cells and its defaults (``defaults of``: the
+    function and ``"__defaults__"`` or ``"__kwdefaults__"``, else None)."""
+    if depth == 0:
+        return
+    if isinstance(fn, functools.partial):
+        for k, value in [*enumerate(fn.args), *fn.keywords.items()]:
+            yield ("object", value), value, f"{label}.args[{k!r}]", None
+        yield from callable_parts(fn.func, label, depth - 1)
+        return
+    if isinstance(fn, types.MethodType):
+        yield ("object", fn.__self__), fn.__self__, f"{label}.__self__", None
+        fn = fn.__func__
+    if type(fn) is not types.FunctionType:
+        return
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
+        try:
+            value = cell.cell_contents
+        except ValueError:   # not bound yet
+            continue
+        yield ("cell", cell), value, f"{label}.<closure {name}>", None
+    for name in ("__defaults__", "__kwdefaults__"):
+        defaults = getattr(fn, name)
+        if defaults:
+            yield ("object", defaults), defaults, f"{label}.{name}", (fn, name)
+
+
+def names_of(codes) -> set[str]:
+    """The names the code objects (and the code nested in them) read: ``code_names``."""
+    return set().union(*map(code_names, codes))
 
 
 def method_owner(fn):

@@ -248,11 +248,11 @@ def _namespace(holder, kind: str, name) -> tuple:
             return None, None
         for base in holder.__mro__:
             if name in base.__dict__:
-                return ("class", base.__dict__) if _users_class(base) \
+                return ("class", base.__dict__) if users_class(base) \
                     else (None, None)
         return None, None
     cls = type(holder)
-    if not (cls is types.SimpleNamespace or _users_class(cls)
+    if not (cls is types.SimpleNamespace or users_class(cls)
             or getattr(cls, "holds_attributes", False)):   # ``f.scale`` of a compiled ``f``
         return None, None
     if cls is not types.SimpleNamespace and \
@@ -288,7 +288,7 @@ def _users(module) -> bool:
     return file is None or _users_file(file)
 
 
-def _users_class(cls: type) -> bool:
+def users_class(cls: type) -> bool:
     """A class of a user module, or of code run without a module in ``sys.modules``
     (``runpy.run_path``, ``exec`` into a namespace): a library's classes are imported."""
     module = sys.modules.get(cls.__module__)
@@ -362,7 +362,7 @@ def _chain(instructions: list, k: int, ends: list | None = None) -> list:
 
 
 @per_code()
-def object_reads(code) -> tuple:
+def self_reads(code) -> tuple:
     """(self paths, loose names): the paths a method reads below its first argument
     (``self.t``, ``self.layers[3].s``: ``(("attr", "layers"), ("item", 3), ("attr", "s"))``,
     as ``pystate.walk`` takes them), and the attribute names it loads otherwise (``layer.s``
@@ -381,8 +381,8 @@ def object_reads(code) -> tuple:
              if ins.opname in _LOADS and k not in taken}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            loose |= object_reads(const)[1] | {step[1] for path in object_reads(const)[0]
-                                               for step in path[:1] if step[0] == "attr"}
+            nested_paths, nested_loose = self_reads(const)
+            loose |= nested_loose | {path[0][1] for path in nested_paths if path[0][0] == "attr"}
     return frozenset(path for path in paths if path), frozenset(loose)
 
 

@@ -7,7 +7,7 @@ globals) does not follow. So for each object ``capture_proxies`` walked from a g
 or default (three steps down), the places read again before each replay are:
 
 - the paths the methods of its class that the trace ran read below ``self``
-  (``code_reads.object_reads``: ``self.t``, ``self.layers[3].s``, ``self.cfg["eps"]``, a class
+  (``code_reads.self_reads``: ``self.t``, ``self.layers[3].s``, ``self.cfg["eps"]``, a class
   attribute ``self.K``, a method ``self.act``); a count kept on another object under the same
   name (``MODEL.opt.t``) is not one of them;
 - its attributes under the names any code the trace ran loads otherwise (``layer.s`` of a
@@ -24,7 +24,7 @@ from __future__ import annotations
 import types
 
 from . import pystate
-from .code_reads import in_class, object_reads
+from .code_reads import in_class, self_reads, users_class
 
 _METHODS = (types.FunctionType, staticmethod, classmethod)
 
@@ -32,7 +32,7 @@ _METHODS = (types.FunctionType, staticmethod, classmethod)
 def reads(objects, codes) -> list[tuple]:
     """(source, value, label, path[, cls]) for each ``(obj, where, text)`` walked from a global,
     cell or default; ``codes``: the user code objects the trace ran."""
-    loose = set().union(*(object_reads(code)[1] for code in codes))
+    loose = set().union(*(self_reads(code)[1] for code in codes))
     loose = {(("attr", name),) for name in loose | {"__call__"}
              if not name.startswith("__") or name == "__call__"}
     found: list = []
@@ -51,27 +51,45 @@ def reads(objects, codes) -> list[tuple]:
 
 def items(container, where, text: str, keys: frozenset, depth: int = pystate.NESTED,
           subclasses: bool = False) -> list[tuple]:
-    """The plain and named items of a list or dict (``subclasses``: or a subclass, a
-    ``MappingProxyType``) under the constant keys the code subscripts by (a list's from
-    either end), and of the lists and dicts it holds there, ``depth`` levels down."""
+    """The reads of ``keyed_items`` of a list or dict reached at ``where``."""
+    return [(where[0], value, text + pystate.path_text(path),
+             (*where[1], *(("item", key) for key in path)))
+            for path, value in keyed_items(container, keys, depth, subclasses)]
+
+
+def keyed_items(container, keys: frozenset, depth: int = pystate.NESTED,
+                subclasses: bool = False):
+    """(path, value): the plain and named items of a list or dict (``subclasses``: or a
+    subclass, a ``MappingProxyType``) under the constant keys the code subscripts by (a
+    list's from either end), and of the lists and dicts it holds there, ``depth`` levels
+    down."""
     if type(container) is dict or (subclasses and isinstance(
             container, (dict, types.MappingProxyType))):
         pairs = container.items()
     elif type(container) is list or (subclasses and isinstance(container, list)):
         pairs = enumerate(container)
     else:
-        return []
-    found = []
+        return
     for key, value in list(pairs):
         if not (key in keys or (isinstance(container, list) and key - len(container) in keys)):
             continue
-        here = (where[0], (*where[1], ("item", key)))
-        label = f"{text}[{key!r}]"
         if pystate.read_again(value):
-            found.append((where[0], value, label, here[1]))
+            yield (key,), value
         elif depth > 1:
-            found += items(value, here, label, keys, depth - 1)
-    return found
+            yield from (((key, *path), item) for path, item in keyed_items(value, keys,
+                                                                          depth - 1))
+
+
+def class_value(cls: type, name: str):
+    """What a lookup of ``name`` on a user class gives, where another lookup gives the same
+    (a plain value, a function, a static method's function, a dict it holds); ABSENT for a
+    class method (bound anew each time), a descriptor, or a name it does not hold."""
+    if type(cls) is not type or not users_class(cls) or in_class(cls, name) is pystate.ABSENT:
+        return pystate.ABSENT   # a metaclass may answer otherwise (an Enum's members)
+    value = pystate.get_attribute(cls, name)
+    if type(value) is types.MethodType or hasattr(type(value), "__set__"):
+        return pystate.ABSENT
+    return value
 
 
 def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
@@ -92,7 +110,7 @@ def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
 
 def _self_paths(cls: type, codes) -> set:
     methods = _codes_of(cls)
-    return set().union(*(object_reads(code)[0] for code in codes if code in methods))
+    return set().union(*(self_reads(code)[0] for code in codes if code in methods))
 
 
 def _codes_of(cls: type) -> set:
@@ -138,13 +156,10 @@ def _step(obj, kind: str, key) -> tuple:
         if type(obj) in (list, dict):
             return ("item", key), pystate.get_path(obj, (key,)), None
         return None, None, None
-    attrs = getattr(obj, "__dict__", None)
     if isinstance(obj, type):   # ``self.cfg = Cfg``, then ``self.cfg.eps``
-        held = in_class(obj, key) if type(obj) is type else pystate.ABSENT
-        if type(held) is types.FunctionType or (
-                held is not pystate.ABSENT and not hasattr(type(held), "__get__")):
-            return ("attr", key), held, None
-        return None, None, None
+        value = class_value(obj, key)
+        return (None, None, None) if value is pystate.ABSENT else (("attr", key), value, None)
+    attrs = getattr(obj, "__dict__", None)
     if type(attrs) is dict and key in attrs:
         return ("attr", key), attrs[key], None
     held = in_class(type(obj), key)
