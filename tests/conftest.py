@@ -5,16 +5,29 @@ Hypothesis seeds each property test from the test itself (``derandomize``), so a
 reproduces and CI is never red by the luck of a draw. ``--hypothesis-profile=explore`` draws
 new examples; the fuzzer's long profile always does (``tests/fuzz/README.md``).
 """
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 from hypothesis import settings
 
+
+def _private_dir(prefix: str) -> str:
+    """A temp dir this test process removes when it exits (a run left ~100 MB behind)."""
+    path, owner = tempfile.mkdtemp(prefix=prefix), os.getpid()
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(path, ignore_errors=True))
+    return path
+
+
 os.environ.setdefault("FUSEJIT_STRICT", "1")
-os.environ.setdefault("FUSEJIT_CACHE_DIR", tempfile.mkdtemp(prefix="fusejit-test-cache-"))
-if os.environ.get("PYTEST_XDIST_WORKER"):   # parallel workers (bench/gpu.py): a cache each
-    os.environ["FUSEJIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="fusejit-test-cache-")
+# parallel workers (bench/gpu.py) get a cache each; a pytest run inside a test's subprocess
+# (the CUDA simulator cases) shares its parent's
+if "FUSEJIT_CACHE_DIR" not in os.environ or os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["FUSEJIT_CACHE_DIR"] = _private_dir("fusejit-test-cache-")
+if "FUSEJIT_BENCH_RESULTS" not in os.environ:   # bench JSON and charts of the CLI tests
+    os.environ["FUSEJIT_BENCH_RESULTS"] = _private_dir("fusejit-bench-results-")
 
 settings.register_profile("fusejit-tests", derandomize=True)
 settings.register_profile("explore", derandomize=False)

@@ -4,7 +4,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ BLOCK_ARGS = ["--arg", "x=f32[8,32]", "--arg", "n_head=4"] + [
 
 def fusejit(*args, cache_dir=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.setdefault("FUSEJIT_BENCH_RESULTS", tempfile.mkdtemp(prefix="fusejit-bench-results-"))
     if cache_dir is not None:
         env["FUSEJIT_CACHE_DIR"] = str(cache_dir)
     # ``bench --suite --quick`` takes about 210 s alone on this project's 2-core machine (the
