@@ -243,9 +243,10 @@ class CompiledFunction:
         try:
             key, leaves = make_key(args, kwargs, target, containers)
         except UntraceableInput as exc:
-            if active() is not None:   # called by a body being traced: its ops join that trace
+            recorder = active()
+            if recorder is not None:   # called by a body being traced: its ops join that trace
                 trace_log.debug("%s is traced into the enclosing trace", self.__qualname__)
-                return fn(*args, **kwargs)
+                return (fn if recorder.nested is None else recorder.nested(fn))(*args, **kwargs)
             return self._run_eager(fn, args, kwargs, str(exc))
         tree = self._entries.get(key)
         tried, base = 0, key

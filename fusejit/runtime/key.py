@@ -37,6 +37,11 @@ def leaf_signature(leaf):
     if hasattr(cls, "__array__"):
         raise UntraceableInput(f"an object with __array__ ({cls.__name__}) is read by NumPy's "
                                "own code, which a trace cannot follow")
+    if getattr(cls, "__array_ufunc__", None) is not None or \
+            getattr(cls, "__array_function__", None) is not None:
+        raise UntraceableInput(f"an object that overrides NumPy's functions ({cls.__name__}, "
+                               "__array_ufunc__ or __array_function__) runs its own code, "
+                               "which a trace cannot follow")
     if cls is slice:  # unhashable before Python 3.12; by value and type (1 == 1.0)
         leaf = typed((leaf.start, leaf.stop, leaf.step))
     if cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:

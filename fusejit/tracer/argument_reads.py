@@ -30,7 +30,7 @@ def reads(leaves, paths, codes) -> list[tuple]:
     paths = paths or [f"argument {k}" for k in range(len(leaves))]
     for leaf, label in zip(leaves, paths, strict=True):
         if isinstance(leaf, type):
-            found += class_reads(leaf, label, names_of(codes))
+            found += object_reads.class_reads(leaf, label, names_of(codes))
         elif isinstance(leaf, (dict, types.MappingProxyType)) and type(leaf) is not dict:
             found += object_reads.items(leaf, (("object", leaf), ()), label, keys,
                                         subclasses=True)
@@ -47,23 +47,13 @@ def static_reads(fn, codes) -> list[tuple]:
     classmethod, its class (``cls.SCALE``)."""
     keys = frozenset().union(*map(constant_keys, codes))
     owner = method_owner(fn)
-    found = class_reads(owner, "cls", names_of(codes)) if isinstance(owner, type) else []
+    found = object_reads.class_reads(owner, "cls", names_of(codes)) \
+        if isinstance(owner, type) else []
     if not isinstance(fn, functools.partial):
         return found
     for name, value in fn.keywords.items():
         if _by_identity(value):
             found += object_reads.below(value, (("object", value), ()), name, codes, keys)
-    return found
-
-
-def class_reads(cls: type, label: str, names: set) -> list[tuple]:
-    """The plain values and functions a user class holds (or inherits) under ``names`` (those
-    the code reads), as a lookup on the class gives them (``object_reads.class_value``)."""
-    found = []
-    for name in sorted(names):
-        value = pystate.ABSENT if name.startswith("__") else object_reads.class_value(cls, name)
-        if pystate.read_again(value):
-            found.append((("object", cls), value, f"{label}.{name}", (("attr", name),)))
     return found
 
 

@@ -27,11 +27,10 @@ import types
 from dataclasses import dataclass
 
 from . import pystate
-from .argument_reads import class_reads
 from .captures import bound_parts, names_of
 from .code_reads import constant_keys, in_class
 from .loc import classify
-from .object_reads import keyed_items
+from .object_reads import class_reads, keyed_items
 from .side_effects import STATIC
 
 MAX_READS = 64   # attributes read again per replay, at most

@@ -32,6 +32,7 @@ from .captures import (
     bound_parts,
     code_names,
     found_path,
+    names_of,
     slot_items,
     slot_names,
     user_code,
@@ -72,6 +73,7 @@ class _Swaps:
         self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
         self.plain: dict = {}        # id(shared slots) -> (text, step, plain values, where)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
+        self.classes: list = []      # where a classmethod reached from a global is bound
 
     def proxy(self, array, where):
         """The one proxy of ``array``, reading it through ``where`` = (source, steps,
@@ -107,6 +109,12 @@ class _Swaps:
         if type(value) is tuple:
             for key, item in enumerate(value):
                 self.swap(item, _below(where, "item", key), depth - 1, again)
+            return
+        if type(value) is types.MethodType:   # ``G = model.g``: its object, as ``MODEL``'s
+            where = _below(where, "attr", "__self__")
+            if isinstance(value.__self__, type) and not again:   # ``G = Cfg.classmethod``
+                self.classes.append(where)
+            self.swap(value.__self__, where, depth, again)
             return
         for slots, step in self._slots_of(value, again):
             if (_shared_root(where) or isinstance(slots, _Subclass)) and not again:
@@ -233,6 +241,11 @@ class _Swaps:
             obj = pystate.walk(pystate.source_root(where[0]), where[1])
             if getattr(obj, "__dict__", None) is slots:
                 objects.append((obj, where, text))
+        for source, steps, text in self.classes:   # ``cls.K`` in a classmethod
+            cls = pystate.walk(pystate.source_root(source), steps)
+            found += [(source, value, label, (*steps, *path)) for _, value, label, path
+                      in object_reads.class_reads(cls, found_path(source, text, steps)[2],
+                                                  names_of(codes))]
         return found + object_reads.reads(objects, codes)
 
     def _check_state(self, slots) -> None:
@@ -433,6 +446,7 @@ def proxied(fn, recorder, leaves: list, hints: list[str]):
     the body returns; then the body's bindings are copied back and the arrays restored."""
     traced = plan(fn, recorder, leaves, hints)
     recorder.unswap = traced.swaps.unswap
+    recorder.nested = traced.copies.nested
     try:
         yield traced.fn
     finally:

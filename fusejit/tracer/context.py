@@ -116,6 +116,7 @@ class Recorder:
     watches: list = field(default_factory=list)   # pystate.Watch: plain state the body changed
     leaf_names: list = field(default_factory=list)   # each argument leaf's name (Watch.root)
     unswap: object = None   # gives argument objects their arrays back mid-body (capture_proxies)
+    nested: object = None   # a compiled function's function as the body calls it (Copies.nested)
     substituted: list = field(default_factory=list)   # (source, steps): where the copy of an
     #                            argument's dict or list stood in for it (capture_proxies)
     originals: dict = field(default_factory=dict)   # id(the body's copy of an argument's dict
@@ -195,6 +196,8 @@ class Recorder:
                                     f"{np.dtype(dtype)}") from None
         elif isinstance(x, (list, tuple, range)):   # ``logp[range(n), y]``: NumPy's array
             value = self.raw_var(self.const_array(x))
+        elif is_duck(x):   # ``surface`` sets the fallback before NumPy runs its code
+            raise EagerFallback(DUCK.format(type(x).__name__))
         else:
             raise UnsupportedError(f"operand of type {type(x).__name__} is not supported by "
                                    f"fusejit (at {current_loc()})")
@@ -386,6 +389,11 @@ def surface(compute, record, args, kwargs):
             recorder.set_fallback(exc.reason, exc.loc)
         except Exception as exc:  # noqa: BLE001 - reported as an internal error
             recorder.internal(f"{type(exc).__name__}: {exc}")
+        duck = _duck_among(args, kwargs)
+        if duck is not None:   # its code runs on what it holds: arrays, not their proxies
+            recorder.set_fallback(DUCK.format(type(duck).__name__))
+            if recorder.unswap is not None:
+                recorder.unswap()
     try:
         concrete = _compute(compute, recorder, args, kwargs)
     except Exception as exc:
@@ -438,6 +446,32 @@ def int_beyond(value, dtype) -> bool:
     ``operand`` cannot make it a literal of ``dtype``."""
     return type(value) is int and np.dtype(dtype).kind in "iu" and not (
         np.iinfo(dtype).min <= value <= np.iinfo(dtype).max)
+
+
+DUCK = "an operand of type {} overrides NumPy's functions with code of its own"
+
+
+def is_duck(x) -> bool:
+    """An array-like that is not an array and answers NumPy's functions itself
+    (``__array_ufunc__``, ``__array_function__``): a dask or xarray array, the user's."""
+    from .scalars import TracedFloat
+    from .tracer import Tracer
+    cls = type(x)
+    return (getattr(cls, "__array_ufunc__", None) is not None
+            or getattr(cls, "__array_function__", None) is not None) and \
+        not isinstance(x, (np.ndarray, Tracer, TracedFloat))
+
+
+def _duck_among(args, kwargs):
+    """The first duck array among the operands (or the items of a list or tuple of them)."""
+    stack = [*args, *kwargs.values()]
+    while stack:
+        x = stack.pop()
+        if type(x) in (list, tuple):
+            stack.extend(x)
+        elif is_duck(x):
+            return x
+    return None
 
 
 def mentions_tracer(args, kwargs) -> bool:

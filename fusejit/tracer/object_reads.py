@@ -27,6 +27,7 @@ from . import pystate
 from .code_reads import in_class, self_reads, users_class
 
 _METHODS = (types.FunctionType, staticmethod, classmethod)
+_WRAPS = 4   # decorators looked through (``__wrapped__``) to the code a method runs
 
 
 def reads(objects, codes) -> list[tuple]:
@@ -92,6 +93,17 @@ def class_value(cls: type, name: str):
     return value
 
 
+def class_reads(cls: type, label: str, names: set) -> list[tuple]:
+    """The plain values and functions a user class holds (or inherits) under ``names`` (those
+    the code reads), as a lookup on the class gives them (``object_reads.class_value``)."""
+    found = []
+    for name in sorted(names):
+        value = pystate.ABSENT if name.startswith("__") else class_value(cls, name)
+        if pystate.read_again(value):
+            found.append((("object", cls), value, f"{label}.{name}", (("attr", name),)))
+    return found
+
+
 def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
     """What the code reads below a value given to it (an argument that is not traced, a
     closure cell's or a bound method's object, a static argument): an object's paths
@@ -115,14 +127,18 @@ def _self_paths(cls: type, codes) -> set:
 
 def _codes_of(cls: type) -> set:
     """The code of the functions, static and class methods and property getters a class
-    defines or inherits."""
+    defines or inherits, and of the functions they wrap (a compiled method, a decorator's
+    ``functools.wraps``)."""
     found = set()
     for klass in cls.__mro__[:-1]:
         for value in vars(klass).values():
             value = value.fget if isinstance(value, property) else \
                 getattr(value, "__func__", value)
-            if isinstance(value, types.FunctionType):
-                found.add(value.__code__)
+            for _ in range(_WRAPS):
+                if isinstance(value, types.FunctionType):
+                    found.add(value.__code__)
+                attrs = getattr(value, "__dict__", None)
+                value = attrs.get("__wrapped__") if type(attrs) is dict else None
     return found
 
 

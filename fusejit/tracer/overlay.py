@@ -12,6 +12,7 @@ rebinding a captured array, which a replay would lose, runs the signature eagerl
 """
 from __future__ import annotations
 
+import functools
 import sys
 import types
 
@@ -145,6 +146,18 @@ for default argument arrays."""
             return self.swaps.tuple_copy(value, where)
         self.swaps.swap(value, where)
         return value
+
+    def nested(self, fn):
+        """What the body runs for a compiled function it calls (whose ops join this trace): a
+        copy of a user function, which reads its globals and closure cells as the body's own
+        helpers do (``box[0]`` of its closure changed is seen)."""
+        if isinstance(fn, functools.partial):   # ``static_argnames`` bound
+            return functools.partial(self.nested(fn.func), *fn.args, **fn.keywords)
+        if type(fn) is types.MethodType:
+            return types.MethodType(self.nested(fn.__func__), fn.__self__)
+        if type(fn) is types.FunctionType and classify(fn.__code__.co_filename) == "user":
+            return self.function(fn)
+        return fn
 
     def function(self, func):
         copy = self.functions.get(id(func))

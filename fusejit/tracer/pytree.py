@@ -53,20 +53,31 @@ def _is_namedtuple(x) -> bool:
 
 def flatten(tree) -> tuple[list, TreeDef]:
     leaves: list = []
-    treedef = _flatten(tree, leaves)
+    try:
+        treedef = _flatten(tree, leaves)
+    except RecursionError:   # a list that holds itself (``L.append(L)``): a leaf where it recurs
+        leaves = []
+        treedef = _flatten(tree, leaves, frozenset())
     return leaves, treedef
 
 
-def _flatten(tree, leaves: list) -> TreeDef:
+def _flatten(tree, leaves: list, within: frozenset | None = None) -> TreeDef:
+    """``within``: the ids of the containers above, where a cycle is looked for."""
+    if within is not None and (type(tree) in (dict, list, tuple) or _is_namedtuple(tree)):
+        if id(tree) in within:
+            leaves.append(tree)
+            return LEAF
+        within = within | {id(tree)}
     if type(tree) is dict:
         keys = tuple(tree)
-        return TreeDef("dict", keys, tuple(_flatten(tree[k], leaves) for k in keys))
+        return TreeDef("dict", keys, tuple(_flatten(tree[k], leaves, within) for k in keys))
     if type(tree) is list:
-        return TreeDef("list", None, tuple(_flatten(x, leaves) for x in tree))
+        return TreeDef("list", None, tuple(_flatten(x, leaves, within) for x in tree))
     if type(tree) is tuple:
-        return TreeDef("tuple", None, tuple(_flatten(x, leaves) for x in tree))
+        return TreeDef("tuple", None, tuple(_flatten(x, leaves, within) for x in tree))
     if _is_namedtuple(tree):
-        return TreeDef("namedtuple", type(tree), tuple(_flatten(x, leaves) for x in tree))
+        return TreeDef("namedtuple", type(tree), tuple(_flatten(x, leaves, within)
+                                                       for x in tree))
     leaves.append(tree)
     return LEAF
 

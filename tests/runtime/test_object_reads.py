@@ -328,3 +328,145 @@ def test_the_numbers_of_a_named_tuple_holding_an_array(monkeypatch):
     assert_same(x * 4.0, compiled(x))
     PARAMS.w[:] = 3.0
     assert_same(x * 12.0, compiled(x))
+
+
+class _Other:
+    def __init__(self):
+        self.k = 3.0
+
+    def __call__(self, x):
+        return x - self.k
+
+
+BOUND = Scaled(2.0).__call__
+
+
+def test_a_bound_method_bound_to_a_global(monkeypatch):
+    """``G = model.g``: the object's arrays were baked in as constants and its numbers
+    frozen; they are now read through the method as ``MODEL``'s are."""
+    monkeypatch.setattr(here, "BOUND", Scaled(2.0).__call__)
+    compiled, x = fusejit.compile(lambda x: BOUND(x) + 1), np.arange(4.0)
+    assert_same(BOUND(x) + 1, compiled(x))
+    BOUND.__self__.w[:] = 3.0                         # in place
+    assert_same(BOUND(x) + 1, compiled(x))
+    BOUND.__self__.w = np.full(4, 5.0)                # rebound
+    assert_same(BOUND(x) + 1, compiled(x))
+    BOUND.__self__.scale = 7.0
+    assert_same(BOUND(x) + 1, compiled(x))
+    monkeypatch.setattr(here, "BOUND", _Other().__call__)   # another class's method
+    assert_same(BOUND(x) + 1, compiled(x))
+    BOUND.__self__.k = 9.0
+    assert_same(BOUND(x) + 1, compiled(x))
+    assert "global BOUND.__self__.k == 9.0" in str(compiled.explain(x))
+
+
+def test_bound_methods_in_a_list_a_closure_and_a_default():
+    layers = [Scaled(1.0), Scaled(2.0)]
+    hooks, first = [layer.__call__ for layer in layers], layers[0].__call__
+
+    def eager(x, g=first):
+        for hook in hooks:
+            x = hook(x)
+        return g(x)
+
+    compiled, x = fusejit.compile(eager), np.arange(4.0)
+    for change in (lambda: setattr(layers[1], "scale", 7.0),
+                   lambda: layers[0].w.__setitem__(slice(None), 2.0),
+                   lambda: setattr(layers[0], "scale", -1.0)):
+        assert_same(eager(x), compiled(x))
+        change()
+    assert_same(eager(x), compiled(x))
+
+
+class _Classy:
+    K = 2.0
+
+    @classmethod
+    def scale(cls, x):
+        return x * cls.K
+
+
+CLASSY = _Classy.scale
+
+
+def test_a_classmethod_bound_to_a_global(monkeypatch):
+    monkeypatch.setattr(_Classy, "K", 2.0)
+    compiled, x = fusejit.compile(lambda x: CLASSY(x)), np.arange(4.0)
+    assert_same(x * 2.0, compiled(x))
+    _Classy.K = 5.0
+    assert_same(x * 5.0, compiled(x))
+
+
+class _Compiled:
+    def __init__(self):
+        self.k = 2.0
+
+    @fusejit.compile
+    def forward(self, x):
+        return x * self.k
+
+
+LAYER = _Compiled()
+
+
+def _compiled_with_a_closure(k):
+    box = [k]
+
+    @fusejit.compile
+    def inner(x):
+        return x * box[0]
+    return inner, box
+
+
+def test_what_a_compiled_function_called_from_the_body_reads(monkeypatch):
+    """Its ops join the caller's trace, and what it reads is read again by the caller's
+    replays too: its closure cells, and ``self`` of a compiled method."""
+    monkeypatch.setattr(here, "LAYER", _Compiled())
+    inner, box = _compiled_with_a_closure(2.0)
+    compiled, x = fusejit.compile(lambda x: inner(x) + LAYER.forward(x)), np.arange(4.0)
+    assert_same(x * 4.0, compiled(x))
+    box[0] = 5.0
+    assert_same(x * 7.0, compiled(x))
+    LAYER.k = 6.0
+    assert_same(x * 11.0, compiled(x))
+    assert compiled.cache_info()["traces"] == 3
+
+
+CYCLIC = [np.ones(4)]
+CYCLIC.append(CYCLIC)
+
+
+def test_a_list_that_holds_itself():
+    """Tracing recursed until Python's limit (RecursionError) in a global; as an argument the
+    call runs eagerly."""
+    compiled, x = fusejit.compile(lambda x: x * CYCLIC[1][0]), np.arange(4.0)
+    assert_same(x, compiled(x))
+    CYCLIC[0][:] = 3.0
+    assert_same(x * 3.0, compiled(x))
+    given = fusejit.compile(lambda x, items: x * items[0])
+    assert_same(x * 3.0, given(x, CYCLIC))
+    assert "eager" in str(given.explain(x, CYCLIC))
+
+
+class _Duck:
+    """An array-like that overrides NumPy's functions."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = [i.a if isinstance(i, _Duck) else i for i in inputs]
+        return _Duck(getattr(ufunc, method)(*inputs, **kwargs))
+
+
+DUCK = _Duck(np.ones(4))
+
+
+def test_an_operand_that_overrides_numpys_functions_runs_eagerly():
+    x = np.arange(4.0)
+    for compiled, args in ((fusejit.compile(lambda x, d: np.add(x, d)), (x, DUCK)),
+                           (fusejit.compile(lambda x: np.add(x, DUCK)), (x,))):
+        result = compiled(*args)
+        assert type(result) is _Duck
+        assert_same(x + 1.0, result.a)
+        assert "overrides NumPy's functions" in str(compiled.explain(*args))
