@@ -75,7 +75,9 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
     walked: dict = {}
     for k, read in enumerate(trace.plain_reads):
         names[f"read{k}"], names[f"value{k}"] = read, read.value
-        if hasattr(read, "steps"):   # ``config.SCALE``: ``code_reads.ChainRead``
+        if read.value is pystate.ABSENT:   # nothing there: an inline step that does not
+            lines.append(f"    if not read{k}.holds():")   # lead on would pass it
+        elif hasattr(read, "steps"):   # ``config.SCALE``: ``code_reads.ChainRead``
             _chain_lines(k, read, lines, names)
         elif read.source[0] == "global":   # ``x * SCALE``, or ``self.s`` of ``MODEL.forward``
             names[f"globals{k}"] = read.source[1]
@@ -95,8 +97,11 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
         names[f"attribute{k}"], names[f"held{k}"] = read, read.value
         root = ("owner",) if read.leaf < 0 else (read.leaf,)
         here = "owner" if read.leaf < 0 else f"leaves[{read.leaf}]"
-        found = _inline_walk(k, root, here, read.steps, read.cls, names, walked, lines)
-        lines += [f"    if {found} is not held{k} and not attribute{k}.holds(leaves, owner):",
+        check = f"not attribute{k}.holds(leaves, owner)"
+        if read.value is not pystate.ABSENT:   # else walked in full, as a plain read's
+            found = _inline_walk(k, root, here, read.steps, read.cls, names, walked, lines)
+            check = f"{found} is not held{k} and {check}"
+        lines += [f"    if {check}:",
                   f"        raise GuardFailed(attribute{k}.failure(leaves, owner))"]
 
 

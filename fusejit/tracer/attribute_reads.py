@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 from . import pystate
 from .captures import bound_parts, names_of
-from .code_reads import constant_keys, in_class
+from .code_reads import constant_keys, get_keys, getattr_names, in_class
 from .loc import classify
-from .object_reads import class_reads, keyed_items
+from .object_reads import class_reads, keyed_items, served
 from .side_effects import STATIC
 
 MAX_READS = 64   # attributes read again per replay, at most
@@ -75,6 +75,8 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
         [code for code in entered if classify(code.co_filename) == "user"]
     names, read = names_of(every), names_of(codes)
     keys = frozenset().union(*map(constant_keys, codes))
+    optional = frozenset().union(*map(getattr_names, codes))   # ``getattr(m, "k", 1.0)``
+    missing = frozenset().union(*map(get_keys, codes))   # ``m.cfg.get("wd", 0.0)``
     found, late = [], []
     for snap in snaps:
         if snap.leaf in (-1, STATIC):
@@ -86,9 +88,9 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
             if pystate.read_again(value):
                 found += _held(snap, leaf, (("attr", name),), value)
             elif type(value) in (list, dict):
-                found += _item_reads(snap, leaf, name, keys)
+                found += _item_reads(snap, leaf, name, keys, missing)
             found += _below(snap, leaf, name, value, read, keys)
-        late += _class_reads(snap, leaf, read, keys)
+        late += _class_reads(snap, leaf, read, keys, optional)
     return tuple((found + late)[:MAX_READS])
 
 
@@ -115,17 +117,23 @@ def _held(snap, leaf: int, steps: tuple, value) -> list:
     return [AttributeRead(leaf, (*snap.steps, *steps), label, value)]
 
 
-def _item_reads(snap, leaf: int, name: str, keys: frozenset) -> list:
+def _item_reads(snap, leaf: int, name: str, keys: frozenset, missing: frozenset) -> list:
     """The reads of the items of the list or dict attribute ``name`` under ``keys``: plain
-    ones as they were before the body (one it changed is ``pystate``'s), named ones."""
-    before, found = (snap.plain or {}).get(name, {}), []
-    for path, item in keyed_items(snap.attrs[name], keys):
+    ones as they were before the body (one it changed is ``pystate``'s), named ones; and
+    those of a dict under ``missing`` keys it lacks (``self.cfg.get("wd", 0.0)``)."""
+    before, found, held = (snap.plain or {}).get(name, {}), [], snap.attrs[name]
+    for path, item in keyed_items(held, keys):
         if path in before or not pystate.is_plain(item):
             found += _held(snap, leaf, pystate.steps_of(name, path), before.get(path, item))
+    if type(held) is dict:
+        found += [AttributeRead(leaf, (*snap.steps, *pystate.steps_of(name, (key,))),
+                                f"{snap.label}.{name}[{key!r}]", pystate.ABSENT)
+                  for key in sorted(missing - held.keys(), key=repr)]
     return found
 
 
-def _class_reads(snap, leaf: int, read: set, keys: frozenset) -> list:
+def _class_reads(snap, leaf: int, read: set, keys: frozenset,
+                 optional: frozenset = frozenset()) -> list:
     """What the object's class holds under the names ``read`` that its own attributes do not
     shadow: a method (the function a call runs: ``self.act(x)``), a static or class method,
     a plain or named class attribute (``self.scale`` set on the class); and the ``__call__``
@@ -139,6 +147,15 @@ def _class_reads(snap, leaf: int, read: set, keys: frozenset) -> list:
         if name in snap.attrs or (name.startswith("__") and name != "__call__"):
             continue
         held = in_class(cls, name)
+        if held is pystate.ABSENT:   # what ``__getattr__`` answers, or nothing
+            value = served(obj, name)
+            if pystate.read_again(value):
+                found.append(AttributeRead(leaf, (*snap.steps, ("getattr", name)),
+                                           f"{snap.label}.{name}", value))
+            elif name in optional and in_class(cls, "__getattr__") is pystate.ABSENT:
+                found.append(AttributeRead(leaf, (*snap.steps, ("attr", name)),   # missing:
+                                           f"{snap.label}.{name}", pystate.ABSENT))  # getattr
+            continue
         if type(held) in (list, dict) or isinstance(held, type):
             found += _below(snap, leaf, name, held, read, keys)
         if not (isinstance(held, (types.FunctionType, staticmethod, classmethod)) or

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import TensorType
+from .code_reads import getattr_names
 from .loc import classify
 
 MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is three
@@ -229,8 +230,9 @@ def _steps_text(steps) -> str:
 
 
 def code_names(code) -> set[str]:
-    """Global names read by a code object and the code objects nested in it."""
-    names = set(code.co_names)
+    """Global and attribute names read by a code object and the code objects nested in it,
+    and the names it gives ``getattr`` (``getattr(self, "k")``)."""
+    names = set(code.co_names) | getattr_names(code)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= code_names(const)

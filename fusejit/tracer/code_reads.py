@@ -138,7 +138,8 @@ def settle(places: Places | None, recorder) -> dict:
         if pystate.changed(read.value, now):
             watch = pystate.Watch(read.label, lambda _root, read=read: read.now(), key)
             recorder.state_changed(watch, read.value, now)
-        elif loaded and pystate.read_again(read.value) and read.holds():
+        elif loaded and (pystate.read_again(read.value) or read.value is pystate.ABSENT) \
+                and read.holds():   # ABSENT: ``CFG.get("wd", 0.0)`` found no item
             kept[key] = read
     return kept
 
@@ -212,13 +213,14 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             walked.append((kind, name, type(obj)))
             obj = mapping.get(name, pystate.ABSENT)
         last = depth == len(steps) - 1
-        if pystate.read_again(obj) or (obj is pystate.ABSENT and stored and last):
+        if pystate.read_again(obj) or (obj is pystate.ABSENT and stored is not False
+                                       and last):
             label = prefix + _label(steps[:depth + 1])
             read = PlainRead(("global", module_globals, steps[0]), obj, label) \
                 if depth == 0 else ChainRead(module_globals, tuple(walked), obj, label)
             key = ("global", id(module_globals), *steps[:depth + 1])
             first, loaded = places.found.get(key, (read, False))
-            places.found[key] = (first, loaded or not (stored and last))
+            places.found[key] = (first, loaded or not (stored and last))   # None: a ``.get``
         if obj is pystate.ABSENT or pystate.is_plain(obj):
             return
 
@@ -328,7 +330,7 @@ def _chain(instructions: list, k: int, ends: list | None = None) -> list:
     a constant after it (``config.SCALE``, ``PARAMS["lr"]``), also as an augmented assignment
     reads them (``CNT.n += 1``, ``PARAMS["steps"] += 1``), and a store through them.
     ``ends`` gets the index of the first instruction past the chain."""
-    steps, found = [instructions[k].argval], []
+    steps, found, start = [instructions[k].argval], [], k
     k += 1
     while k < len(instructions) and len(steps) < MAX_DEPTH:
         ins = instructions[k]
@@ -338,7 +340,14 @@ def _chain(instructions: list, k: int, ends: list | None = None) -> list:
                 _opname(instructions, k + 1) in _LOADS:
             k += 1   # ``CNT.n += 1``: the object again, for the store after
             continue
-        if ins.opname == "LOAD_CONST" and type(ins.argval) in (str, int):
+        optional = ("attr", ins.argval) if _getattr_name(instructions, start, k) else \
+            ("item", instructions[k + 1].argval) if _get_key(instructions, k + 1) else None
+        if optional is not None:   # ``getattr(CFG, "eps", 0.0)``, ``CFG.get("lr", 0.1)``
+            found.append(((*steps, optional), None))   # None: read where missing too
+            if ends is not None:
+                ends.append(k + 1)
+            return found
+        if ins.opname == "LOAD_CONST" and _key(ins.argval):
             subscript, after = _subscript(instructions, k + 1)
             if subscript is None:
                 break
@@ -406,12 +415,82 @@ def constant_keys(code) -> frozenset:
     (``self.cfg["eps"]``, ``sizes[0]``, ``d["n"] += 1``)."""
     instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
     keys = {ins.argval for k, ins in enumerate(instructions)
-            if ins.opname == "LOAD_CONST" and type(ins.argval) in (str, int)
-            and _subscript(instructions, k + 1)[0] is not None}
+            if ins.opname == "LOAD_CONST" and _key(ins.argval)
+            and (_subscript(instructions, k + 1)[0] is not None or _get_key(instructions, k))}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             keys |= constant_keys(const)
     return frozenset(keys)
+
+
+_CALLS = ("PRECALL", "CALL")
+_ARGUMENT_LOADS = ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME")
+
+
+def _get_key(instructions: list, k: int) -> bool:
+    """``instructions[k]`` loads a constant key as the first argument of a ``.get`` call
+    (``d.get("k")``, ``d.get("k", default)``)."""
+    before = instructions[k - 1] if k >= 1 else None
+    return (before is not None and before.opname in _LOADS and before.argval == "get"
+            and _opname(instructions, k) == "LOAD_CONST" and _key(instructions[k].argval)
+            and _call_after(instructions, k + 1, 2))
+
+
+def _getattr_name(instructions: list, start: int, k: int) -> str | None:
+    """The constant name where the chain loaded from ``start`` is the object of a
+    ``getattr(obj, "name"[, default])`` call and ``instructions[k]`` loads that name."""
+    if start < 1 or _opname(instructions, k) != "LOAD_CONST" or \
+            type(instructions[k].argval) is not str:
+        return None
+    callee = instructions[start - 1]
+    if callee.opname != "LOAD_GLOBAL" or callee.argval != "getattr" or \
+            not _call_after(instructions, k + 1, 3):
+        return None
+    return instructions[k].argval
+
+
+@per_code()
+def get_keys(code) -> frozenset:
+    """The constant keys the code (and the code nested in it) gives a ``.get`` call
+    (``self.cfg.get("wd", 0.0)``): an item read where it is missing too."""
+    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    keys = {ins.argval for k, ins in enumerate(instructions) if _get_key(instructions, k)}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            keys |= get_keys(const)
+    return frozenset(keys)
+
+
+@per_code()
+def getattr_names(code) -> frozenset:
+    """The constant names the code (and the code nested in it) gives ``getattr`` of an
+    object, or of an attribute chain below one (``getattr(self, "k", 1.0)``)."""
+    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    names = set()
+    for g, ins in enumerate(instructions[:-2]):
+        if ins.opname == "LOAD_GLOBAL" and ins.argval == "getattr":
+            k = g + 2
+            while _opname(instructions, k) in _LOADS:
+                k += 1
+            names.add(_getattr_name(instructions, g + 1, k))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= getattr_names(const)
+    return frozenset(names - {None})
+
+
+def _call_after(instructions: list, k: int, most: int) -> bool:
+    """A call comes at ``k``, or after one plain load (a default): of at most ``most``
+    arguments."""
+    if _opname(instructions, k) in _ARGUMENT_LOADS:
+        k += 1
+    return _opname(instructions, k) in _CALLS and instructions[k].arg <= most
+
+
+def _key(value) -> bool:
+    """A str or int, or a tuple of them (``TABLE[1, "a"]``)."""
+    return type(value) in (str, int) or (type(value) is tuple and 0 < len(value) <= 8 and
+                                         all(type(v) in (str, int) for v in value))
 
 
 def _opname(instructions: list, k: int):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import types
 
 from . import pystate
-from .code_reads import in_class, self_reads, users_class
+from .code_reads import getattr_names, in_class, self_reads, users_class
 
 _METHODS = (types.FunctionType, staticmethod, classmethod)
 _WRAPS = 4   # decorators looked through (``__wrapped__``) to the code a method runs
@@ -34,6 +34,7 @@ def reads(objects, codes) -> list[tuple]:
     """(source, value, label, path[, cls]) for each ``(obj, where, text)`` walked from a global,
     cell or default; ``codes``: the user code objects the trace ran."""
     loose = set().union(*(self_reads(code)[1] for code in codes))
+    optional = frozenset().union(*map(getattr_names, codes))
     loose = {(("attr", name),) for name in loose | {"__call__"}
              if not name.startswith("__") or name == "__call__"}
     found: list = []
@@ -46,7 +47,7 @@ def reads(objects, codes) -> list[tuple]:
         if cls not in by_class:
             by_class[cls] = sorted(_self_paths(cls, codes) | loose, key=repr)
         for path in by_class[cls]:
-            found += _along(obj, path, where, text)
+            found += _along(obj, path, where, text, optional)
     return found
 
 
@@ -142,17 +143,20 @@ def _codes_of(cls: type) -> set:
     return found
 
 
-def _along(obj, path: tuple, where, text: str) -> list[tuple]:
+def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()) -> list:
     """The read at the first place along ``path`` from ``obj`` that holds a plain or named
     value (and past a class, at what the path reads in it), or none where it leads nowhere
-    such (an array, a property, a library's object)."""
+    such (an array, a property, a library's object). A last attribute the object lacks,
+    under a name in ``optional`` (``getattr(self, "k", 1.0)``), is read as missing."""
     steps, found = [], []
-    for kind, key in path:
+    for j, (kind, key) in enumerate(path):
         step, value, cls = _step(obj, kind, key)
+        if step is None and j == len(path) - 1 and key in optional and _lacks(obj, key):
+            step, value = ("attr", key), pystate.ABSENT
         if step is None:
             break
         steps.append(step)
-        if pystate.read_again(value):
+        if pystate.read_again(value) or value is pystate.ABSENT:
             label = text + "".join(f".{k}" if s != "item" else f"[{k!r}]" for s, k in steps)
             found.append((where[0], value, label, (*where[1], *steps), cls))
             if not isinstance(value, type):   # a class: its attributes below it too
@@ -161,6 +165,14 @@ def _along(obj, path: tuple, where, text: str) -> list[tuple]:
             break
         obj = value
     return found
+
+
+def _lacks(obj, name: str) -> bool:
+    """A user object that has no attribute ``name``, nor its class, nor ``__getattr__``."""
+    attrs = getattr(obj, "__dict__", None)
+    return (type(attrs) is dict and name not in attrs and not isinstance(obj, type)
+            and users_class(type(obj)) and in_class(type(obj), name) is pystate.ABSENT
+            and in_class(type(obj), "__getattr__") is pystate.ABSENT)
 
 
 def _step(obj, kind: str, key) -> tuple:
@@ -183,4 +195,22 @@ def _step(obj, kind: str, key) -> tuple:
         return ("method", key), pystate.method_of(obj, key), type(obj)
     if held is not pystate.ABSENT and not hasattr(type(held), "__get__"):
         return ("attr", key), held, None   # a class attribute: ``self.K``, ``self.cfg[...]``
+    if held is pystate.ABSENT:
+        value = served(obj, key)
+        if value is not pystate.ABSENT:
+            return ("getattr", key), value, None
     return None, None, None
+
+
+def served(obj, name: str):
+    """What the ``__getattr__`` of a user class answers for ``name`` where it answers the same
+    twice (a delegated method is made anew on each lookup: it would fail every replay);
+    ABSENT where the class has none, or that raises."""
+    cls = type(obj)
+    if type(in_class(cls, "__getattr__")) is not types.FunctionType or not users_class(cls):
+        return pystate.ABSENT
+    value = pystate.served(obj, name)
+    if value is pystate.ABSENT or not (value is pystate.served(obj, name) or (
+            pystate.is_plain(value) and pystate.same(value, pystate.served(obj, name)))):
+        return pystate.ABSENT
+    return value

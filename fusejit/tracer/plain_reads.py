@@ -64,7 +64,8 @@ def record(reads: dict, source: tuple, value, label: str, path: tuple = (),
            cls: type | None = None) -> None:
     """Note a read of a plain or named ``value`` at ``source`` (then ``path``), once per
     place."""
-    if pystate.read_again(value):   # keyed as ``code_reads`` keys the chains it reads
+    if pystate.read_again(value) or value is pystate.ABSENT:   # keyed as ``code_reads``
+        #                                                          keys the chains it reads
         place = tuple(("attr", key) if step == "method" else (step, key) for step, key in path)
         reads.setdefault((source[0], id(source[1]), *source[2:], *place),
                          PlainRead(source, value, label, path, cls))

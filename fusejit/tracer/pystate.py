@@ -144,6 +144,8 @@ def same(expected, current, depth: int = NESTED) -> bool:
 
 
 def shown(value) -> str:
+    if value is ABSENT:   # an attribute ``getattr(obj, "k", 1.0)`` found missing
+        return "(nothing)"
     if type(value) is np.ndarray:
         return f"an array {value.dtype}{list(value.shape)}"
     try:
@@ -160,7 +162,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 def read_moved_text(label: str, read, now) -> str:
     """A plain value a trace read (``global SCALE``) that a replay finds otherwise."""
-    return f"{label} was {shown(read)} when traced, now " + \
+    return f"{label} was {'nothing' if read is ABSENT else shown(read)} when traced, now " + \
         ("nothing" if now is ABSENT else shown(now))
 
 
@@ -244,13 +246,24 @@ def get_path(container, path: tuple):
 
 
 def walk(target, steps: tuple):
-    """Follows ("attr", name) and ("item", key) steps; ABSENT where one does not lead on."""
+    """Follows ("attr", name), ("item", key), ("method", name) and ("getattr", name) steps;
+    ABSENT where one does not lead on."""
     for step, key in steps:
         if target is ABSENT:
             break
         target = get_attribute(target, key) if step == "attr" else \
-            method_of(target, key) if step == "method" else get_path(target, (key,))
+            method_of(target, key) if step == "method" else \
+            served(target, key) if step == "getattr" else get_path(target, (key,))
     return target
+
+
+def served(obj, name: str):
+    """``obj.name`` as its class's ``__getattr__`` answers it (a torch-like module serving
+    ``self.training`` from a dict of its own); ABSENT where that raises."""
+    try:
+        return getattr(obj, name)
+    except Exception:   # noqa: BLE001 -- the user's code: its error is the eager call's
+        return ABSENT
 
 
 def method_of(obj, name: str):

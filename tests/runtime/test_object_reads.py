@@ -470,3 +470,129 @@ def test_an_operand_that_overrides_numpys_functions_runs_eagerly():
         assert type(result) is _Duck
         assert_same(x + 1.0, result.a)
         assert "overrides NumPy's functions" in str(compiled.explain(*args))
+
+
+class _Module:
+    """A torch-like module: its arrays and settings live in dicts of its own, served by
+    ``__getattr__``."""
+
+    def __init__(self):
+        object.__setattr__(self, "_params", {})
+        object.__setattr__(self, "_settings", {})
+        self.w, self.scale, self.training = np.ones(4), 2.0, True
+
+    def __setattr__(self, name, value):
+        (self._params if isinstance(value, np.ndarray) else self._settings)[name] = value
+
+    def __getattr__(self, name):
+        for held in (self._params, self._settings):
+            if name in held:
+                return held[name]
+        raise AttributeError(name)
+
+    def forward(self, x):
+        y = x * self.w * self.scale
+        return y * 0.5 if self.training else y
+
+
+MODULE = _Module()
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_values_a_class_serves_through_getattr(monkeypatch, given):
+    monkeypatch.setattr(here, "MODULE", _Module())
+    compiled = fusejit.compile((lambda m, x: m.forward(x)) if given else
+                               (lambda m, x: MODULE.forward(x)))
+    x = np.arange(4.0)
+    for change in (lambda: setattr(MODULE, "scale", 5.0),
+                   lambda: setattr(MODULE, "training", False),
+                   lambda: setattr(MODULE, "w", np.full(4, 3.0)),
+                   lambda: None):
+        assert_same(MODULE.forward(x), compiled(MODULE, x))
+        change()
+    assert_same(MODULE.forward(x), compiled(MODULE, x))
+    assert compiled.cache_info()["traces"] == 3
+    assert ".training == False" in str(compiled.explain(MODULE, x))
+
+
+class _Delegate:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):   # a bound method of ``inner``, made anew on each lookup
+        return getattr(self.inner, name)
+
+
+def test_a_method_getattr_makes_anew_on_each_lookup_keeps_the_path():
+    wrapper, x = _Delegate(Net()), np.linspace(-1, 1, 4)
+    compiled = fusejit.compile(lambda w, x: w.forward(x) * w.on)
+    for _ in range(3):
+        assert_same(wrapper.inner.forward(x) * True, compiled(wrapper, x))
+    assert compiled.cache_info()["traces"] == 1
+    wrapper.inner.on = False
+    assert_same(wrapper.inner.forward(x) * False, compiled(wrapper, x))
+
+
+TABLE = {(1, "a"): 2.0}
+
+
+class _Keyed:
+    def __init__(self):
+        self.t = {(0, 1): 1.5}
+
+    def f(self, x):
+        return x * self.t[0, 1]
+
+
+KEYED = _Keyed()
+
+
+def test_items_under_a_tuple_key(monkeypatch):
+    monkeypatch.setitem(TABLE, (1, "a"), 2.0)
+    monkeypatch.setattr(here, "KEYED", _Keyed())
+    compiled, x = fusejit.compile(lambda x: x * TABLE[1, "a"] + KEYED.f(x)), np.arange(4.0)
+    for change in (lambda: TABLE.__setitem__((1, "a"), 5.0),
+                   lambda: KEYED.t.__setitem__((0, 1), 9.0)):
+        assert_same(x * TABLE[1, "a"] + KEYED.f(x), compiled(x))
+        change()
+    assert_same(x * 5.0 + x * 9.0, compiled(x))
+
+
+CONFIG = {"lr": 0.1}
+
+
+class _Optional:
+    def __init__(self):
+        self.cfg = {"a": 1.0}
+
+    def f(self, x):
+        return x * self.cfg.get("a") * self.cfg.get("b", 2.0) * getattr(self, "k", 1.0)
+
+
+OPTIONAL = _Optional()
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_items_read_by_get_and_attributes_read_by_getattr(monkeypatch, given):
+    """``.get`` and ``getattr`` by a constant read as a subscript and an attribute load do,
+    and where nothing is there (the default taken), a value added later takes another
+    path."""
+    monkeypatch.setattr(here, "OPTIONAL", _Optional())
+    monkeypatch.setattr(here, "CONFIG", {"lr": 0.1})
+    compiled = fusejit.compile(
+        (lambda o, x: o.f(x) * CONFIG.get("wd", 3.0)) if given else
+        (lambda o, x: OPTIONAL.f(x) * CONFIG.get("wd", 3.0)))
+    eager, x = (lambda: OPTIONAL.f(x) * CONFIG.get("wd", 3.0)), np.arange(4.0)
+    for change in (lambda: None, lambda: OPTIONAL.cfg.__setitem__("a", 4.0),
+                   lambda: OPTIONAL.cfg.__setitem__("b", 5.0),
+                   lambda: setattr(OPTIONAL, "k", 6.0), lambda: setattr(_Optional, "k", 7.0),
+                   lambda: CONFIG.__setitem__("wd", 0.5)):
+        change()
+        assert_same(eager(), compiled(OPTIONAL, x))
+    monkeypatch.delattr(_Optional, "k")
+    del OPTIONAL.k
+    assert_same(eager(), compiled(OPTIONAL, x))
+    assert compiled.cache_info()["traces"] == 6   # the one with no k, then 5 changed
+    text = str(compiled.explain(OPTIONAL, x))
+    assert "CONFIG['wd'] == 0.5" in text
+    assert ".k == (nothing)" in text and "['b'] == (nothing)" in text
