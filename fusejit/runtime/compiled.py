@@ -173,6 +173,7 @@ class CompiledFunction:
     """Traces on the first call per signature, then replays the compiled program."""
 
     holds_attributes = True   # the user's own (``f.scale = 2.0``), read again as a function's
+    fusejit_kind = "compiled"   # read again by identity where the body reads it (``pystate``)
 
     def __init__(self, fn, *, target, static_argnames, cache, max_traces, fastmath, freeze):
         if freeze:
@@ -560,6 +561,7 @@ class BoundCompiled:
     # sees the function bound (its signature without ``self``).
 
     __slots__ = ("__func__", "__self__", "__weakref__")
+    fusejit_kind = "bound"   # read again as a bound method is (``pystate``), by ``==``
     __doc__ = property(lambda self: self.__func__.__doc__)
     __wrapped__ = property(lambda self: types.MethodType(self.__func__.fn, self.__self__))
 

@@ -86,8 +86,8 @@ class CompiledEntry:
             raise GuardFailed(str(changed)) from None
         captured = [c.resolve(leaves) for c in trace.captures] if trace.captures else ()
         for capture, array in zip(trace.captures, captured, strict=True):
-            if array is not None and not isinstance(array, np.ndarray):
-                return NOT_AN_ARRAY
+            if array is not None and type(array) is not np.ndarray:   # a subclass too
+                return NOT_AN_ARRAY   # (``np.ma``, ``np.matrix``: NumPy's own methods)
             if array is None or array.shape != capture.type.shape or \
                     array.dtype != capture.type.dtype:
                 return RETRACE

@@ -26,7 +26,7 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass
 
-from . import pystate
+from . import object_reads, pystate
 from .captures import bound_parts, names_of
 from .code_reads import constant_keys, get_keys, getattr_names, in_class
 from .loc import classify
@@ -90,6 +90,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
             elif type(value) in (list, dict):
                 found += _item_reads(snap, leaf, name, keys, missing)
             found += _below(snap, leaf, name, value, read, keys)
+            found += _bound_object(snap, leaf, name, value, codes)
         late += _class_reads(snap, leaf, read, keys, optional)
     return tuple((found + late)[:MAX_READS])
 
@@ -107,6 +108,19 @@ def _below(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> lis
     return [AttributeRead(leaf, (*steps, *pystate.steps_of(name, path)[1:]),
                           f"{label}{pystate.path_text(path)}", item)
             for path, item in keyed_items(value, keys)]
+
+
+def _bound_object(snap, leaf: int, name: str, value, codes) -> list:
+    """What the code reads below the object of a bound method held by the attribute
+    (``self.act = other.g``, then ``self.act(x)`` reading ``other.k``)."""
+    if type(value) is not types.MethodType and pystate.compiled_kind(value) != "bound":
+        return []
+    owner = value.__self__
+    if isinstance(owner, type) or type(getattr(owner, "__dict__", None)) is not dict:
+        return []
+    where = (None, (*snap.steps, ("attr", name), ("attr", "__self__")))
+    return [AttributeRead(leaf, path, label, held, cls) for _, held, label, path, cls
+            in object_reads.reads([(owner, where, f"{snap.label}.{name}.__self__")], codes)]
 
 
 def _held(snap, leaf: int, steps: tuple, value) -> list:
@@ -159,6 +173,7 @@ def _class_reads(snap, leaf: int, read: set, keys: frozenset,
         if type(held) in (list, dict) or isinstance(held, type):
             found += _below(snap, leaf, name, held, read, keys)
         if not (isinstance(held, (types.FunctionType, staticmethod, classmethod)) or
+                pystate.compiled_kind(held) == "compiled" or
                 (pystate.read_again(held) and not hasattr(type(held), "__get__"))):
             continue   # none, a property, a descriptor: it reads elsewhere
         value = pystate.method_of(obj, name)

@@ -44,6 +44,7 @@ from .overlay import Copies, proxyable, rebuildable
 from .side_effects import has_traced, watchable
 from .tracer import CapturedTracer, Tracer
 
+_BUILTIN_METHODS = (types.BuiltinMethodType, types.MethodWrapperType)
 LEAKED = ("side effect that replay would lose: a traced value stored into a list, dict or "
           "object reached from a global or closure")
 LEAKED_INTO = ("side effect that replay would lose: a traced value bound to an item of a dict "
@@ -74,6 +75,7 @@ class _Swaps:
         self.plain: dict = {}        # id(shared slots) -> (text, step, plain values, where)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
         self.classes: list = []      # where a classmethod reached from a global is bound
+        self.classes_of: set = set()   # classes of objects whose attributes were swapped
 
     def proxy(self, array, where):
         """The one proxy of ``array``, reading it through ``where`` = (source, steps,
@@ -110,11 +112,19 @@ class _Swaps:
             for key, item in enumerate(value):
                 self.swap(item, _below(where, "item", key), depth - 1, again)
             return
-        if type(value) is types.MethodType:   # ``G = model.g``: its object, as ``MODEL``'s
-            where = _below(where, "attr", "__self__")
+        kind = pystate.compiled_kind(value)
+        if type(value) in _BUILTIN_METHODS and isinstance(getattr(value, "__self__", None),
+                                                          (list, dict)):
+            self.swap(value.__self__, _below(where, "attr", "__self__"), depth, again)
+            return   # ``GET = TABLE.__getitem__``
+        if type(value) is types.MethodType or kind == "bound":   # ``G = model.g``: its
+            where = _below(where, "attr", "__self__")            # object, as ``MODEL``'s
             if isinstance(value.__self__, type) and not again:   # ``G = Cfg.classmethod``
                 self.classes.append(where)
             self.swap(value.__self__, where, depth, again)
+            return
+        if kind == "compiled":   # ``COBJ = fusejit.compile(obj)``: the object it calls
+            self.swap(value.__wrapped__, _below(where, "attr", "__wrapped__"), depth, again)
             return
         for slots, step in self._slots_of(value, again):
             if (_shared_root(where) or isinstance(slots, _Subclass)) and not again:
@@ -170,6 +180,33 @@ class _Swaps:
             self.originals[id(copy)] = (value, copy)
         return copy
 
+    def callable_copy(self, value, where: tuple):
+        """What the body calls in place of a partial that binds arrays (``P = partial(lin,
+        W)``: one binding their proxies; its function, a bound method, reached as ``G =
+        model.g`` is) or of an array's own method (``SUM = W.sum``: the proxy's); None for
+        anything else. The arrays are read through the partial or method again each call."""
+        if type(value) in _BUILTIN_METHODS and proxyable(getattr(value, "__self__", None)):
+            proxy = self.proxy(value.__self__, _below(where, "attr", "__self__"))
+            return getattr(proxy, value.__name__)
+        if type(value) is not functools.partial:
+            return None
+        self.swap(value.func, _below(where, "attr", "func"))
+        args = [self._bound_item(item, _below(_below(where, "attr", "args"), "item", k))
+                for k, item in enumerate(value.args)]
+        keywords = {k: self._bound_item(item, _below(_below(where, "attr", "keywords"),
+                                                     "item", k))
+                    for k, item in value.keywords.items()}
+        if all(a is b for a, b in zip(args, value.args, strict=True)) and \
+                all(keywords[k] is item for k, item in value.keywords.items()):
+            return None
+        return functools.partial(value.func, *args, **keywords)
+
+    def _bound_item(self, item, where: tuple):
+        if proxyable(item):
+            return self.proxy(item, where)
+        self.swap(item, where)
+        return item
+
     def watch(self, func, text: str) -> None:
         """Attributes of a function the body calls (``helper.calls += 1``): checked like
         those of an object reached from a global."""
@@ -194,10 +231,18 @@ class _Swaps:
         if _slotted(value):
             found.append((_Slots(value), "attr"))      # a user class with __slots__
         elif isinstance(value, (type, types.ModuleType)) and user_code(value):
-            found.append((_Attributes(value, self.names), "attr"))   # ``cls.table``
+            names = self.names | object_reads.class_names(value) if isinstance(value, type) \
+                else self.names   # ``cls.table`` in a classmethod
+            found.append((_Attributes(value, names), "attr"))   # ``cls.table``
         elif watchable(value) and _user_class(value):
             found.append((_Uncached(value) if pystate.has_library_cache(value) else vars(value),
                           "attr"))
+            if not again and type(value) not in self.classes_of and user_code(type(value)):
+                # its class's arrays, under the names its methods load (``self.W``), read
+                # through the first object reached of that class; not those it shadows
+                self.classes_of.add(type(value))
+                names = object_reads.class_names(type(value)) - vars(value).keys()
+                found.append((_Attributes(type(value), names), "attr"))
         return found
 
     def restore(self) -> None:
@@ -233,8 +278,17 @@ class _Swaps:
         objects, found = [], []
         for slots in self.shared:
             text, step, _, where = self.plain.get(id(slots), ("", "", None, None))
+            if isinstance(slots, _Attributes) and isinstance(slots.owner, type) and \
+                    where is not None and pystate.walk(pystate.source_root(where[0]),
+                                                       where[1]) is slots.owner:
+                objects.append((slots.owner, where, text))   # ``cls.K`` in a classmethod
+                continue
+            if isinstance(slots, _Subclass) and where is not None:   # a dict subclass's
+                found += object_reads.items(slots.target, where, text, keys, depth=1,
+                                            subclasses=True)   # ``self["k"]`` in its method
+                continue
             if where is None or type(slots) not in (dict, list):
-                continue   # a class's or module's attributes: ``code_reads``
+                continue   # a module's attributes: ``code_reads``
             if step == "item":
                 found += object_reads.items(slots, where, text, keys, depth=1)
                 continue

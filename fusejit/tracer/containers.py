@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .context import unwrap
+from .pytree import DEEPEST
 
 
 @dataclass
@@ -84,13 +85,17 @@ def _walked(value) -> bool:
         isinstance(value, tuple) and hasattr(kind, "_fields"))
 
 
-def _pair(original, copy, label: str, pairs: list, path: tuple) -> None:
-    if not _walked(original) or type(copy) is not type(original):
+def _pair(original, copy, label: str, pairs: list, path: tuple,
+          within: frozenset = frozenset()) -> None:
+    """``within``: the ids of the containers above (a static list that holds itself)."""
+    if not _walked(original) or type(copy) is not type(original) or id(original) in within \
+            or len(within) >= DEEPEST:
         return
     if not isinstance(original, tuple):
         pairs.append(Pair(original, copy, _items(copy), label, path))
+    within = within | {id(original)}
     for key, item in _items(original):
-        _pair(item, copy[key], f"{label}[{key!r}]", pairs, (*path, key))
+        _pair(item, copy[key], f"{label}[{key!r}]", pairs, (*path, key), within)
 
 
 def _items(container) -> list:

@@ -42,6 +42,8 @@ from .tracer import Tracer
 _AS_STRIDED = np.lib.stride_tricks.as_strided.__code__
 RAW_MEMORY = ("np.lib.stride_tricks.as_strided views the array's raw memory, which fusejit "
               "does not trace")
+DUCK_CONVERSION = ("a conversion to an array of an object of class {} (its __array__), which reads "
+                   "the arrays it holds in code of its own")
 _lock = threading.Lock()
 _depth = 0             # traces running, over all threads
 _originals: dict = {}  # name -> NumPy's function, while wrapped
@@ -98,8 +100,19 @@ def _wrapper(original, convert):
                     return result
             elif convert in (_asarray, _array) and _scalar_call(args, kwargs):
                 return scalar_array(original, first, args[1:], kwargs)
+            elif _users_array_like(first):   # its ``__array__`` reads the arrays it holds,
+                active().set_fallback(DUCK_CONVERSION.format(type(first).__name__))
+                if active().unswap is not None:   # not their proxies
+                    active().unswap()
         return original(*args, **kwargs)
     return wrapper
+
+
+def _users_array_like(value) -> bool:
+    """An object of a user class that NumPy converts through its ``__array__``."""
+    from .code_reads import users_class
+    return hasattr(type(value), "__array__") and not isinstance(
+        value, (np.ndarray, np.generic, Tracer)) and users_class(type(value))
 
 
 def _scalar_call(args, kwargs) -> bool:

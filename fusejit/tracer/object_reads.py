@@ -24,6 +24,7 @@ from __future__ import annotations
 import types
 
 from . import pystate
+from .captures import names_of
 from .code_reads import getattr_names, in_class, self_reads, users_class
 
 _METHODS = (types.FunctionType, staticmethod, classmethod)
@@ -40,15 +41,38 @@ def reads(objects, codes) -> list[tuple]:
     found: list = []
     by_class: dict = {}   # a class -> the paths read below its objects, in order
     for obj, where, text in objects:
+        if isinstance(obj, type):   # a class: what its methods read below ``cls``
+            if type(obj) is type and users_class(obj):
+                paths = by_class.setdefault(("class", obj), sorted(_self_paths(obj, codes),
+                                                                   key=repr))
+                found += [read for path in paths for read in _along(obj, path, where, text)]
+            continue
         cls = type(obj)
         if cls is not types.SimpleNamespace and \
                 type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
             continue   # its own attribute lookup
         if cls not in by_class:
             by_class[cls] = sorted(_self_paths(cls, codes) | loose, key=repr)
-        for path in by_class[cls]:
+        for path in by_class[cls] + _own_method_paths(obj, codes):
             found += _along(obj, path, where, text, optional)
     return found
+
+
+def _own_method_paths(obj, codes) -> list:
+    """The paths below ``self`` that a method bound on the object itself reads
+    (``obj.g = types.MethodType(alt, obj)``), where the trace ran it."""
+    attrs = getattr(obj, "__dict__", None)
+    if type(attrs) is not dict:
+        return []
+    ran = [value.__func__.__code__ for value in attrs.values()
+           if type(value) is types.MethodType and value.__self__ is obj
+           and type(value.__func__) is types.FunctionType and value.__func__.__code__ in codes]
+    return sorted({path for code in ran for path in self_reads(code)[0]}, key=repr)
+
+
+def class_names(cls: type) -> set:
+    """The names the code of a class's methods loads (``cls.W``, ``self.K``)."""
+    return names_of(_codes_of(cls))
 
 
 def items(container, where, text: str, keys: frozenset, depth: int = pystate.NESTED,
@@ -191,7 +215,8 @@ def _step(obj, kind: str, key) -> tuple:
     if type(attrs) is dict and key in attrs:
         return ("attr", key), attrs[key], None
     held = in_class(type(obj), key)
-    if isinstance(held, _METHODS):   # the function a call runs: ``self.act(x)``, ``layer(x)``
+    if isinstance(held, _METHODS) or pystate.compiled_kind(held) == "compiled":
+        # the function a call runs: ``self.act(x)``, ``layer(x)``, a compiled method
         return ("method", key), pystate.method_of(obj, key), type(obj)
     if held is not pystate.ABSENT and not hasattr(type(held), "__get__"):
         return ("attr", key), held, None   # a class attribute: ``self.K``, ``self.cfg[...]``

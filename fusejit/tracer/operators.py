@@ -67,9 +67,23 @@ def _opts_out(other) -> bool:
     return getattr(type(other), "__array_ufunc__", False) is None
 
 
+def _outranks(self, other) -> bool:
+    """NumPy's legacy rule: an operand that is neither an array nor a scalar and does not
+    take part in ufuncs, whose ``__array_priority__`` is above the array's (0) or the
+    scalar's, gets to run its reflected operator (``x + o`` is ``o.__radd__(x)``)."""
+    cls = type(other)
+    if isinstance(other, (Tracer, np.ndarray, np.generic, int, float, complex)) or \
+            hasattr(cls, "__array_ufunc__"):
+        return False
+    priority = getattr(cls, "__array_priority__", None)
+    mine = 0.0 if isinstance(self.value, np.ndarray) else -1e6   # NumPy's scalar priority
+    return isinstance(priority, (int, float)) and priority > mine
+
+
 def _binary(ufunc, py_op=None):
     def forward(self, other):
-        if _defers_to_sequence(self, other, ufunc) or _opts_out(other):
+        if _defers_to_sequence(self, other, ufunc) or _opts_out(other) or \
+                _outranks(self, other):
             return NotImplemented
         if py_op is not None and self.weak and _is_weak(other):
             return _weak_arith(py_op, ufunc, self, other)

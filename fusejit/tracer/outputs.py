@@ -34,7 +34,10 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
     out_leaves: tuple = ()
     mutations: tuple = ()
     guards: tuple = ()
-    if recorder.fallback is None:
+    if recorder.fallback is not None:   # this call's result is the user's: no proxies in it
+        for leaf in out_leaves_raw:
+            returned_objects.release(leaf)
+    else:
         returned = _returned_floats(recorder)
         writes = written(recorder, proxies)
         out_leaves = _as_views(between_results(recorder, tuple(

@@ -69,7 +69,7 @@ def is_named(value) -> bool:
     (``Cfg(eps=1e-5)``). Read again like a plain value, but not state: the body rebinding one
     is not watched."""
     cls = type(value)
-    if issubclass(cls, _BY_IDENTITY + _BY_VALUE):
+    if issubclass(cls, _BY_IDENTITY + _BY_VALUE) or compiled_kind(value) is not None:
         return True
     return issubclass(cls, tuple) and (cls is tuple or hasattr(cls, "_fields")) and \
         len(value) <= 64 and not is_plain(value) and all(map(read_again, value))
@@ -87,7 +87,15 @@ def _same_named(expected, current) -> bool:
         return False
     if isinstance(expected, tuple):   # a named tuple
         return len(current) == len(expected) and all(map(same, expected, current))
-    return isinstance(expected, _BY_VALUE) and current == expected
+    return (isinstance(expected, _BY_VALUE) or compiled_kind(expected) == "bound") and \
+        current == expected
+
+
+def compiled_kind(value) -> str | None:
+    """"compiled" for a ``fusejit.compile``d function, "bound" for one bound to an object (made
+    anew on each lookup, as a bound method is: the same where its function and object are);
+    None for anything else."""
+    return getattr(type(value), "fusejit_kind", None)
 
 
 def equal(a, b) -> bool:
@@ -270,8 +278,8 @@ def method_of(obj, name: str):
     """The function ``obj.name`` calls: a method's own function (the class's, unless the
     object's own attribute shadows it), or what the attribute holds; ABSENT if none."""
     found = getattr(obj, name, ABSENT)
-    if type(found) is types.MethodType and (found.__self__ is obj or
-                                            found.__self__ is type(obj)):
+    if (type(found) is types.MethodType or compiled_kind(found) == "bound") and \
+            (found.__self__ is obj or found.__self__ is type(obj)):
         return found.__func__   # a method, a classmethod: made anew on each lookup
     return found
 

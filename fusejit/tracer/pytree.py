@@ -55,16 +55,19 @@ def flatten(tree) -> tuple[list, TreeDef]:
     leaves: list = []
     try:
         treedef = _flatten(tree, leaves)
-    except RecursionError:   # a list that holds itself (``L.append(L)``): a leaf where it recurs
-        leaves = []
+    except RecursionError:   # a list that holds itself (``L.append(L)``), or lists nested
+        leaves = []          # hundreds deep: a leaf where it recurs, or that deep
         treedef = _flatten(tree, leaves, frozenset())
     return leaves, treedef
+
+
+DEEPEST = 100   # containers nested deeper are leaves, where a flatten ran out of stack
 
 
 def _flatten(tree, leaves: list, within: frozenset | None = None) -> TreeDef:
     """``within``: the ids of the containers above, where a cycle is looked for."""
     if within is not None and (type(tree) in (dict, list, tuple) or _is_namedtuple(tree)):
-        if id(tree) in within:
+        if id(tree) in within or len(within) >= DEEPEST:
             leaves.append(tree)
             return LEAF
         within = within | {id(tree)}

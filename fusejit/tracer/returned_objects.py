@@ -27,7 +27,7 @@ def check(recorder, leaf) -> None:
     if _replayable(recorder, leaf):
         return
     recorder.set_fallback(REASON.format(kind=type(leaf).__name__), None)
-    _release(leaf)
+    release(leaf)
 
 
 def _replayable(recorder, leaf) -> bool:
@@ -55,8 +55,13 @@ def _existing(recorder):
                 continue
 
 
-def _release(leaf) -> None:
-    """Plain values in place of the proxies the object's attributes hold."""
+def release(leaf) -> None:
+    """Plain values in place of the proxies the object's attributes hold (also where the
+    signature runs eagerly for another reason: a duck array's result, ``Box(x * 2)`` of a
+    body that changed Python state)."""
+    from .tracer import Tracer
+    if isinstance(leaf, (*IMMUTABLE, Tracer)) or type(leaf) is np.ndarray:
+        return
     try:
         attributes = vars(leaf)
     except TypeError:   # no __dict__ (a generator, __slots__)
