@@ -25,7 +25,7 @@ import types
 
 from . import pystate
 from .captures import names_of
-from .code_reads import getattr_names, in_class, self_reads, users_class
+from .code_reads import get_keys, getattr_names, in_class, self_reads, users_class
 
 _METHODS = (types.FunctionType, staticmethod, classmethod)
 _WRAPS = 4   # decorators looked through (``__wrapped__``) to the code a method runs
@@ -35,7 +35,8 @@ def reads(objects, codes) -> list[tuple]:
     """(source, value, label, path[, cls]) for each ``(obj, where, text)`` walked from a global,
     cell or default; ``codes``: the user code objects the trace ran."""
     loose = set().union(*(self_reads(code)[1] for code in codes))
-    optional = frozenset().union(*map(getattr_names, codes))
+    optional = frozenset({("attr", name) for code in codes for name in getattr_names(code)}
+                         | {("item", key) for code in codes for key in get_keys(code)})
     loose = {(("attr", name),) for name in loose | {"__call__"}
              if not name.startswith("__") or name == "__call__"}
     found: list = []
@@ -170,17 +171,19 @@ def _codes_of(cls: type) -> set:
 def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()) -> list:
     """The read at the first place along ``path`` from ``obj`` that holds a plain or named
     value (and past a class, at what the path reads in it), or none where it leads nowhere
-    such (an array, a property, a library's object). A last attribute the object lacks,
-    under a name in ``optional`` (``getattr(self, "k", 1.0)``), is read as missing."""
+    such (an array, a property, a library's object). A last attribute or item that is not
+    there, under a name or key in ``optional`` (``getattr(self, "k", 1.0)``,
+    ``self.cfg.get("b", 2.0)``: ``(kind, key)`` pairs), is read as missing."""
     steps, found = [], []
     for j, (kind, key) in enumerate(path):
         step, value, cls = _step(obj, kind, key)
-        if step is None and j == len(path) - 1 and key in optional and _lacks(obj, key):
+        missing = j == len(path) - 1 and (kind, key) in optional
+        if step is None and missing and kind == "attr" and _lacks(obj, key):
             step, value = ("attr", key), pystate.ABSENT
         if step is None:
             break
         steps.append(step)
-        if pystate.read_again(value) or value is pystate.ABSENT:
+        if pystate.read_again(value) or (value is pystate.ABSENT and missing):
             label = text + "".join(f".{k}" if s != "item" else f"[{k!r}]" for s, k in steps)
             found.append((where[0], value, label, (*where[1], *steps), cls))
             if not isinstance(value, type):   # a class: its attributes below it too
