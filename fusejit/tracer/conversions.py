@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import sys
 import threading
 
@@ -42,6 +43,10 @@ from .tracer import Tracer
 _AS_STRIDED = np.lib.stride_tricks.as_strided.__code__
 RAW_MEMORY = ("np.lib.stride_tricks.as_strided views the array's raw memory, which fusejit "
               "does not trace")
+# ``np.ma`` makes its masked array a view of the array itself, in C: it gets the array, and
+# the signature runs eagerly.
+_MASKED = os.path.dirname(np.ma.core.__file__)
+MASKED = "np.ma makes a masked array of the array's memory, which fusejit does not trace"
 DUCK_CONVERSION = ("a conversion to an array of an object of class {} (its __array__), which reads "
                    "the arrays it holds in code of its own")
 _lock = threading.Lock()
@@ -91,8 +96,10 @@ def _wrapper(original, convert):
                 first = _stacked(first)
                 if first is not None and takes_copy:
                     kwargs = {**kwargs, "copy": None}    # the stack is the new array
-            if _traced_array(first) and sys._getframe(1).f_code is _AS_STRIDED:
-                active().set_fallback(RAW_MEMORY)
+            caller = sys._getframe(1).f_code
+            if _traced_array(first) and (caller is _AS_STRIDED or
+                                         caller.co_filename.startswith(_MASKED)):
+                active().set_fallback(RAW_MEMORY if caller is _AS_STRIDED else MASKED)
                 args = (first.value, *args[1:])
             elif _traced_array(first):
                 result = convert(first, *args[1:], **kwargs)

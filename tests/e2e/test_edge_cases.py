@@ -519,6 +519,21 @@ def test_as_strided_on_a_traced_array_runs_eagerly():
     assert "as_strided" in str(compiled.explain(np.arange(4.0)))
 
 
+def test_a_masked_array_made_in_the_body_runs_eagerly():
+    """``np.ma`` views the array's memory in C: a traced array raised TypeError there."""
+    def masked(x):
+        return np.ma.array(x, mask=x > 2) * 2, np.ma.masked_greater(x * 2, 4).sum()
+
+    compiled, x = fusejit.compile(masked), np.arange(4.0) + 1
+    for _ in range(2):
+        (want, want_sum), (got, got_sum) = masked(x), compiled(x)
+        assert type(got) is np.ma.MaskedArray
+        assert_same(want.mask, got.mask)
+        assert_same(want.filled(0.0), got.filled(0.0))
+        assert_same(want_sum, got_sum)
+    assert "np.ma" in str(compiled.explain(x))
+
+
 NUMPY_REDUCTION_RULES = {
     # NumPy squares a complex deviation's magnitude, and divides by n - ddof as a float
     "complex-variance": lambda x: (np.var(x + 1j * x[::-1]), np.std(x * (1 - 2j), axis=1)),
