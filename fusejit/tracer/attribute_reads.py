@@ -91,7 +91,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
                 found += _item_reads(snap, leaf, name, keys, missing)
             found += _below(snap, leaf, name, value, read, keys)
             found += _bound_object(snap, leaf, name, value, codes)
-        late += _class_reads(snap, leaf, read, keys, optional)
+        late += _class_reads(snap, leaf, read, keys, codes, optional)
     return tuple((found + late)[:MAX_READS])
 
 
@@ -146,7 +146,7 @@ def _item_reads(snap, leaf: int, name: str, keys: frozenset, missing: frozenset)
     return found
 
 
-def _class_reads(snap, leaf: int, read: set, keys: frozenset,
+def _class_reads(snap, leaf: int, read: set, keys: frozenset, codes,
                  optional: frozenset = frozenset()) -> list:
     """What the object's class holds under the names ``read`` that its own attributes do not
     shadow: a method (the function a call runs: ``self.act(x)``), a static or class method,
@@ -155,14 +155,14 @@ def _class_reads(snap, leaf: int, read: set, keys: frozenset,
     cls, obj = type(snap.obj), snap.obj
     if type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
         return []   # its own attribute lookup
-    found = []
+    found, own = [], object_reads.self_names(cls, codes)   # what ``self.`` code reads
     called = type(in_class(cls, "__call__")) is types.FunctionType
     for name in sorted(read | ({"__call__"} if called else set())):
         if name in snap.attrs or (name.startswith("__") and name != "__call__"):
             continue
         held = in_class(cls, name)
         if held is pystate.ABSENT:   # what ``__getattr__`` answers, or nothing
-            value = served(obj, name)
+            value = served(obj, name) if name in own else pystate.ABSENT
             if pystate.read_again(value):
                 found.append(AttributeRead(leaf, (*snap.steps, ("getattr", name)),
                                            f"{snap.label}.{name}", value))

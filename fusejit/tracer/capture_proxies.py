@@ -181,31 +181,17 @@ class _Swaps:
         return copy
 
     def callable_copy(self, value, where: tuple):
-        """What the body calls in place of a partial that binds arrays (``P = partial(lin,
-        W)``: one binding their proxies; its function, a bound method, reached as ``G =
-        model.g`` is) or of an array's own method (``SUM = W.sum``: the proxy's); None for
-        anything else. The arrays are read through the partial or method again each call."""
+        """What the body calls in place of an array's own method (``SUM = W.sum``: the
+        proxy's, the array read through ``__self__`` again each call); None for anything
+        else. A partial's function is reached (a bound method's object, as ``G = model.g``);
+        the arrays among its arguments stay as they are: its copy would be another object,
+        which the body may store or compare."""
         if type(value) in _BUILTIN_METHODS and proxyable(getattr(value, "__self__", None)):
             proxy = self.proxy(value.__self__, _below(where, "attr", "__self__"))
             return getattr(proxy, value.__name__)
-        if type(value) is not functools.partial:
-            return None
-        self.swap(value.func, _below(where, "attr", "func"))
-        args = [self._bound_item(item, _below(_below(where, "attr", "args"), "item", k))
-                for k, item in enumerate(value.args)]
-        keywords = {k: self._bound_item(item, _below(_below(where, "attr", "keywords"),
-                                                     "item", k))
-                    for k, item in value.keywords.items()}
-        if all(a is b for a, b in zip(args, value.args, strict=True)) and \
-                all(keywords[k] is item for k, item in value.keywords.items()):
-            return None
-        return functools.partial(value.func, *args, **keywords)
-
-    def _bound_item(self, item, where: tuple):
-        if proxyable(item):
-            return self.proxy(item, where)
-        self.swap(item, where)
-        return item
+        if type(value) is functools.partial:
+            self.swap(value.func, _below(where, "attr", "func"))
+        return None
 
     def watch(self, func, text: str) -> None:
         """Attributes of a function the body calls (``helper.calls += 1``): checked like

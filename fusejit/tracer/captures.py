@@ -41,23 +41,27 @@ class Capture:
 
     def resolve(self, leaves: list) -> np.ndarray | None:
         """The current array (re-read through the path every call); None when a captured
-        view's base no longer has the layout the view was taken from (trace again)."""
+        view's base no longer has the layout the view was taken from, or the path no longer
+        leads anywhere (``del layer.b``, a deleted global: trace again)."""
         kind = self.source[0]   # ``_root_value``, inlined: this runs for every capture
-        if kind == "global":
-            obj = self.source[1][self.source[2]]
-        elif kind == "cell":
-            obj = self.source[1].cell_contents
-        elif kind == "leaf":
-            obj = leaves[self.source[1]]
-        else:
-            obj = self.source[1]
-        for step, key in self.steps:
-            if step == "attr":
-                obj = getattr(obj, key)
-            elif step == "item":
-                obj = obj[key]
+        try:
+            if kind == "global":
+                obj = self.source[1][self.source[2]]
+            elif kind == "cell":
+                obj = self.source[1].cell_contents
+            elif kind == "leaf":
+                obj = leaves[self.source[1]]
             else:
-                obj = _view_again(_array_of(obj), key)
+                obj = self.source[1]
+            for step, key in self.steps:
+                if step == "attr":
+                    obj = getattr(obj, key)
+                elif step == "item":
+                    obj = obj[key]
+                else:
+                    obj = _view_again(_array_of(obj), key)
+        except (AttributeError, LookupError, ValueError, TypeError):
+            return None
         return _array_of(obj)
 
     def aliases_hold(self, leaves: list, array: np.ndarray) -> bool:
@@ -166,6 +170,9 @@ def _children_of(obj):
                 and not isinstance(v, types.ModuleType)] if user_code(obj) else []
     if isinstance(obj, (types.FunctionType, np.ndarray)):
         return []
+    if isinstance(obj, functools.partial):   # ``P = partial(lin, W)``: ``W`` by reference
+        return [(("attr", "args"), obj.args), (("attr", "keywords"), obj.keywords),
+                (("attr", "func"), obj.func)]
     attrs = getattr(obj, "__dict__", None)
     slots = slot_items(obj)
     if not isinstance(attrs, dict):

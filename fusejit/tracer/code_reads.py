@@ -424,7 +424,7 @@ def constant_keys(code) -> frozenset:
 
 
 _CALLS = ("PRECALL", "CALL")
-_ARGUMENT_LOADS = ("LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME")
+_LOOKAHEAD = 24   # instructions of a default looked through to its call
 
 
 def _get_key(instructions: list, k: int) -> bool:
@@ -480,11 +480,23 @@ def getattr_names(code) -> frozenset:
 
 
 def _call_after(instructions: list, k: int, most: int) -> bool:
-    """A call comes at ``k``, or after one plain load (a default): of at most ``most``
-    arguments."""
-    if _opname(instructions, k) in _ARGUMENT_LOADS:
-        k += 1
-    return _opname(instructions, k) in _CALLS and instructions[k].arg <= most
+    """The call the constant just loaded is the last but at most one argument of comes from
+    ``k`` on: after nothing, or after the code of one default (``{}``, ``self.base_lr``,
+    ``float(0.1)``), with no branch in it; of at most ``most`` arguments."""
+    depth = 0   # what the default's code left on the stack so far
+    for ins in instructions[k:k + _LOOKAHEAD]:
+        if ins.opname in _CALLS and depth <= 1:
+            return ins.arg == most - 1 + depth
+        if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs or ins.opname in _STORES:
+            return False
+        try:
+            depth += dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT
+                                      else None)
+        except ValueError:   # an opcode with no fixed effect
+            return False
+        if depth < 0:
+            return False
+    return False
 
 
 def _key(value) -> bool:

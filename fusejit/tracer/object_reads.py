@@ -52,10 +52,11 @@ def reads(objects, codes) -> list[tuple]:
         if cls is not types.SimpleNamespace and \
                 type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
             continue   # its own attribute lookup
-        if cls not in by_class:
-            by_class[cls] = sorted(_self_paths(cls, codes) | loose, key=repr)
-        for path in by_class[cls] + _own_method_paths(obj, codes):
-            found += _along(obj, path, where, text, optional)
+        if cls not in by_class:   # (path, whether ``self.`` code of its methods reads it)
+            own = _self_paths(cls, codes)
+            by_class[cls] = sorted({(path, path in own) for path in own | loose}, key=repr)
+        for path, own in by_class[cls] + [(path, True) for path in _own_method_paths(obj, codes)]:
+            found += _along(obj, path, where, text, optional, own)
     return found
 
 
@@ -146,6 +147,12 @@ def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
     return []
 
 
+def self_names(cls: type, codes) -> set:
+    """The first names of the paths the methods of ``cls`` that the trace ran read below
+    ``self``."""
+    return {path[0][1] for path in _self_paths(cls, codes) if path[0][0] == "attr"}
+
+
 def _self_paths(cls: type, codes) -> set:
     methods = _codes_of(cls)
     return set().union(*(self_reads(code)[0] for code in codes if code in methods))
@@ -168,15 +175,18 @@ def _codes_of(cls: type) -> set:
     return found
 
 
-def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()) -> list:
+def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset(),
+           serve: bool = True) -> list:
     """The read at the first place along ``path`` from ``obj`` that holds a plain or named
     value (and past a class, at what the path reads in it), or none where it leads nowhere
     such (an array, a property, a library's object). A last attribute or item that is not
     there, under a name or key in ``optional`` (``getattr(self, "k", 1.0)``,
-    ``self.cfg.get("b", 2.0)``: ``(kind, key)`` pairs), is read as missing."""
+    ``self.cfg.get("b", 2.0)``: ``(kind, key)`` pairs), is read as missing. ``serve``: a
+    path the class's own code reads below ``self``, which its ``__getattr__`` may answer (not
+    a name any code loads: ``__getattr__`` may store what it is asked for)."""
     steps, found = [], []
     for j, (kind, key) in enumerate(path):
-        step, value, cls = _step(obj, kind, key)
+        step, value, cls = _step(obj, kind, key, serve)
         missing = j == len(path) - 1 and (kind, key) in optional
         if step is None and missing and kind == "attr" and _lacks(obj, key):
             step, value = ("attr", key), pystate.ABSENT
@@ -202,7 +212,7 @@ def _lacks(obj, name: str) -> bool:
             and in_class(type(obj), "__getattr__") is pystate.ABSENT)
 
 
-def _step(obj, kind: str, key) -> tuple:
+def _step(obj, kind: str, key, serve: bool = True) -> tuple:
     """(the ``pystate.walk`` step, the value there, the class a method step reads) for
     ``obj.key`` or ``obj[key]``; (None, None, None) where it reads elsewhere."""
     if type(obj) in pystate.PROXIES:   # a weak proxy reads its object's, which may be gone
@@ -223,7 +233,7 @@ def _step(obj, kind: str, key) -> tuple:
         return ("method", key), pystate.method_of(obj, key), type(obj)
     if held is not pystate.ABSENT and not hasattr(type(held), "__get__"):
         return ("attr", key), held, None   # a class attribute: ``self.K``, ``self.cfg[...]``
-    if held is pystate.ABSENT:
+    if held is pystate.ABSENT and serve:
         value = served(obj, key)
         if value is not pystate.ABSENT:
             return ("getattr", key), value, None

@@ -40,7 +40,10 @@ class HeldContainer:
     def resolve(self, args, kwargs):
         from .pytree import flatten
         leaves = flatten((tuple(args), dict(kwargs)))[0] if self.source[0] == "leaf" else []
-        return Capture("", None, self.source, self.steps).resolve(leaves)
+        found = Capture("", None, self.source, self.steps).resolve(leaves)
+        if found is None:   # the path leads nowhere now (``del G``)
+            raise LookupError("a returned container's place is gone")
+        return found
 
 
 def existing(roots, leaves) -> dict:

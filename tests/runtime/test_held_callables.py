@@ -173,27 +173,39 @@ def test_items_of_a_dict_subclass_read_by_its_method(monkeypatch):
     _calls(compiled, lambda x: ITEMS.g(x), [lambda: ITEMS.__setitem__("k", 5.0)], X)
 
 
+class _Affine:
+    def __init__(self):
+        self.w = np.ones(4)
+
+    def apply(self, x, scale):
+        return self.w * x * scale
+
+
 def _linear(w, x):
     return w * x
 
 
-PARTIAL = functools.partial(_linear, np.ones(4))
+PARTIAL = functools.partial(_Affine().apply, scale=2.0)
+LINEAR = functools.partial(_linear, np.ones(4))
 SUM_W = np.ones(4)
 SUM = SUM_W.sum
 TABLE = {"w": np.ones(4)}
 GET_W = TABLE.__getitem__
 
 
-def test_a_partial_and_methods_of_an_array_or_a_dict_held_by_a_global(monkeypatch):
+def test_partials_and_methods_of_an_array_or_a_dict_held_by_a_global(monkeypatch):
     """Their arrays were baked in as constants."""
-    monkeypatch.setattr(here, "PARTIAL", functools.partial(_linear, np.ones(4)))
+    monkeypatch.setattr(here, "PARTIAL", functools.partial(_Affine().apply, scale=2.0))
     monkeypatch.setattr(here, "SUM_W", np.ones(4))
     monkeypatch.setattr(here, "SUM", SUM_W.sum)
     monkeypatch.setitem(TABLE, "w", np.ones(4))
-    body = lambda x: PARTIAL(x) + x * SUM() + GET_W("w")  # noqa: E731
+    monkeypatch.setattr(here, "LINEAR", functools.partial(_linear, np.ones(4)))
+    body = lambda x: PARTIAL(x) + x * SUM() + GET_W("w") + LINEAR(x)  # noqa: E731
     _calls(fusejit.compile(body), body,
-           [lambda: PARTIAL.args[0].__setitem__(slice(None), 7.0),
-            lambda: setattr(here, "PARTIAL", functools.partial(_linear, np.full(4, 2.0))),
+           [lambda: PARTIAL.func.__self__.w.__setitem__(slice(None), 7.0),
+            lambda: LINEAR.args[0].__setitem__(slice(None), 5.0),
+            lambda: setattr(here, "LINEAR", functools.partial(_linear, np.full(4, 6.0))),
+            lambda: setattr(PARTIAL.func.__self__, "w", np.full(4, 2.0)),
             lambda: SUM_W.__setitem__(slice(None), 3.0),
             lambda: TABLE["w"].__setitem__(slice(None), 4.0),
             lambda: TABLE.__setitem__("w", np.full(4, 9.0))], X)
@@ -270,3 +282,25 @@ PRIORITIZED = _Prioritized()
 def test_an_operand_with_a_higher_array_priority_runs_its_reflected_operator():
     compiled = fusejit.compile(lambda x: (x * 2) + PRIORITIZED)
     assert compiled(X) == ("radd", (4,))
+
+
+class _Biased:
+    def __init__(self):
+        self.b = np.ones(4)
+
+    def f(self, x):
+        b = getattr(self, "b", None)
+        return x if b is None else x + b
+
+
+BIASED = _Biased()
+
+
+def test_an_attribute_holding_a_captured_array_deleted(monkeypatch):
+    """Replaying raised AttributeError reading the array, and the signature ran eagerly from
+    then on; the path no longer applies now, and the call traces another."""
+    monkeypatch.setattr(here, "BIASED", _Biased())
+    compiled = fusejit.compile(lambda x: BIASED.f(x))
+    _calls(compiled, lambda x: BIASED.f(x),
+           [lambda: delattr(BIASED, "b"), lambda: setattr(BIASED, "b", np.full(4, 2.0))], X)
+    assert compiled.cache_info()["eager_signatures"] == 0

@@ -596,3 +596,35 @@ def test_items_read_by_get_and_attributes_read_by_getattr(monkeypatch, given):
     text = str(compiled.explain(OPTIONAL, x))
     assert "CONFIG['wd'] == 0.5" in text
     assert ".k == (nothing)" in text and "['b'] == (nothing)" in text
+
+
+class _Filling:
+    """A config that fills in the names it is asked for (as addict's ``Dict`` does)."""
+
+    def __init__(self):
+        self.__dict__["_d"] = {"k": 2.0}
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._d.setdefault(name, 0.0)
+
+    def scaled(self, x):
+        return x * self.k
+
+
+FILLING = _Filling()
+
+
+def test_getattr_is_asked_only_for_what_the_class_reads_below_self(monkeypatch):
+    """Tracing asked it for every name any code of the trace loads (``co_consts``,
+    ``getcwd``, ...), which this one stored."""
+    monkeypatch.setattr(here, "FILLING", _Filling())
+    for compiled, args in ((fusejit.compile(lambda x: FILLING.scaled(x)), ()),
+                           (fusejit.compile(lambda f, x: f.scaled(x)), (FILLING,))):
+        x = np.arange(4.0)
+        FILLING._d["k"] = 2.0
+        assert_same(x * 2.0, compiled(*args, x))
+        FILLING._d["k"] = 5.0
+        assert_same(x * 5.0, compiled(*args, x))
+        assert sorted(FILLING._d) == ["k"]
