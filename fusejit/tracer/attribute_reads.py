@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 from . import object_reads, pystate
 from .captures import bound_parts, names_of
-from .code_reads import constant_keys, get_keys, getattr_names, in_class
+from .code_reads import (
+    constant_keys,
+    get_keys,
+    getattr_names,
+    in_class,
+    items_as_attributes,
+)
 from .loc import classify
 from .object_reads import class_reads, keyed_items, served
 from .side_effects import STATIC
@@ -92,6 +98,11 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
             found += _below(snap, leaf, name, value, read, keys)
             found += _bound_object(snap, leaf, name, value, codes)
         late += _class_reads(snap, leaf, read, keys, codes, optional)
+        if items_as_attributes(snap.obj):   # ``cfg.lr`` of an ``AttrDict``
+            found += [AttributeRead(leaf, (*snap.steps, ("item", name)),
+                                    f"{snap.label}.{name}", value)
+                      for name, value in dict.items(snap.obj)
+                      if name in read and pystate.read_again(value)]
     return tuple((found + late)[:MAX_READS])
 
 

@@ -192,6 +192,13 @@ def in_class(cls, name: str):
     return next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), pystate.ABSENT)
 
 
+def items_as_attributes(obj) -> bool:
+    """A dict subclass that answers attribute loads with its items (``class AttrDict(dict):
+    __getattr__ = dict.__getitem__``, or ``dict.get``)."""
+    return _plain_dict(obj) and type(obj) is not dict and \
+        in_class(type(obj), "__getattr__") in (dict.__getitem__, dict.get)
+
+
 def _plain_dict(obj) -> bool:
     """A dict, or a subclass reading its items as a dict does (``OrderedDict``,
     ``defaultdict``)."""
@@ -243,6 +250,8 @@ def _namespace(holder, kind: str, name) -> tuple:
         if type(holder) is list and type(name) is int:   # ``SIZES[0]``
             return "index", {name: _index(holder, name)}
         return ("item", holder) if _plain_dict(holder) else (None, None)
+    if items_as_attributes(holder) and name not in vars(holder):   # ``CFG.lr`` of an
+        return "item", holder                                      # ``AttrDict``
     if isinstance(holder, types.ModuleType):
         return ("module", holder.__dict__) if _users(holder) else (None, None)
     if isinstance(holder, type):

@@ -628,3 +628,26 @@ def test_getattr_is_asked_only_for_what_the_class_reads_below_self(monkeypatch):
         FILLING._d["k"] = 5.0
         assert_same(x * 5.0, compiled(*args, x))
         assert sorted(FILLING._d) == ["k"]
+
+
+class _AttrDict(dict):
+    """A config whose items are its attributes."""
+
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__
+
+
+ATTRS = _AttrDict(w=np.ones(4), s=2.0)
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_items_an_attrdict_serves_as_attributes(monkeypatch, given):
+    """``CFG.s`` of ``__getattr__ = dict.__getitem__`` was frozen (its arrays were read)."""
+    monkeypatch.setattr(here, "ATTRS", _AttrDict(w=np.ones(4), s=2.0))
+    compiled = fusejit.compile((lambda c, x: x * c.w * c.s) if given else
+                               (lambda c, x: x * ATTRS.w * ATTRS.s))
+    x = np.arange(4.0)
+    for change in (lambda: None, lambda: ATTRS.w.__setitem__(slice(None), 3.0),
+                   lambda: setattr(ATTRS, "s", 5.0)):
+        change()
+        assert_same(x * ATTRS.w * ATTRS.s, compiled(ATTRS, x))
