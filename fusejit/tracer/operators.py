@@ -123,6 +123,8 @@ for _name, (_ufunc, _py_op) in _BINARY.items():
 
 def _compare(ufunc, py_op):
     def apply(self, other):
+        if _opts_out(other) or _outranks(self, other):   # as NumPy's comparisons give way
+            return NotImplemented
         if self.weak and _is_weak(other):   # Python floats compare to a Python bool
             return _weak_arith(py_op, ufunc, self, other)
         return ufunc(self, other)

@@ -275,13 +275,17 @@ class _Prioritized:
     def __radd__(self, other):
         return ("radd", other.shape)
 
+    def __lt__(self, other):   # ``x > o``: Python's reflection of ``o < x``
+        return ("lt", other.shape)
+
 
 PRIORITIZED = _Prioritized()
 
 
 def test_an_operand_with_a_higher_array_priority_runs_its_reflected_operator():
-    compiled = fusejit.compile(lambda x: (x * 2) + PRIORITIZED)
-    assert compiled(X) == ("radd", (4,))
+    """It raised UnsupportedError (arithmetic and comparisons alike)."""
+    assert fusejit.compile(lambda x: (x * 2) + PRIORITIZED)(X) == ("radd", (4,))
+    assert fusejit.compile(lambda x: (x * 2) > PRIORITIZED)(X) == ("lt", (4,))
 
 
 class _Biased:
