@@ -180,6 +180,10 @@ def _class_reads(snap, leaf: int, read: set, keys: frozenset, codes,
             elif name in optional and in_class(cls, "__getattr__") is pystate.ABSENT:
                 found.append(AttributeRead(leaf, (*snap.steps, ("attr", name)),   # missing:
                                            f"{snap.label}.{name}", pystate.ABSENT))  # getattr
+            elif name in optional and name in own and value is pystate.ABSENT and \
+                    pystate.served(obj, name) is pystate.ABSENT:   # ``__getattr__`` raised
+                found.append(AttributeRead(leaf, (*snap.steps, ("getattr", name)),
+                                           f"{snap.label}.{name}", pystate.ABSENT))
             continue
         if type(held) in (list, dict) or isinstance(held, type):
             found += _below(snap, leaf, name, held, read, keys)

@@ -434,6 +434,8 @@ def constant_keys(code) -> frozenset:
 
 _CALLS = ("PRECALL", "CALL")
 _LOOKAHEAD = 24   # instructions of a default looked through to its call
+_ATTRIBUTE_CALLS = {"getattr": 1, "hasattr": 0}   # builtins reading an attribute by name,
+#                                                  and the defaults they take
 
 
 def _get_key(instructions: list, k: int) -> bool:
@@ -442,7 +444,7 @@ def _get_key(instructions: list, k: int) -> bool:
     before = instructions[k - 1] if k >= 1 else None
     return (before is not None and before.opname in _LOADS and before.argval == "get"
             and _opname(instructions, k) == "LOAD_CONST" and _key(instructions[k].argval)
-            and _call_after(instructions, k + 1, 2))
+            and _call_after(instructions, k + 1, 1))
 
 
 def _getattr_name(instructions: list, start: int, k: int) -> str | None:
@@ -452,8 +454,8 @@ def _getattr_name(instructions: list, start: int, k: int) -> str | None:
             type(instructions[k].argval) is not str:
         return None
     callee = instructions[start - 1]
-    if callee.opname != "LOAD_GLOBAL" or callee.argval != "getattr" or \
-            not _call_after(instructions, k + 1, 3):
+    if callee.opname != "LOAD_GLOBAL" or callee.argval not in _ATTRIBUTE_CALLS or \
+            not _call_after(instructions, k + 1, 2, _ATTRIBUTE_CALLS[callee.argval]):
         return None
     return instructions[k].argval
 
@@ -472,12 +474,13 @@ def get_keys(code) -> frozenset:
 
 @per_code()
 def getattr_names(code) -> frozenset:
-    """The constant names the code (and the code nested in it) gives ``getattr`` of an
-    object, or of an attribute chain below one (``getattr(self, "k", 1.0)``)."""
+    """The constant names the code (and the code nested in it) gives ``getattr`` or
+    ``hasattr`` of an object, or of an attribute chain below one (``getattr(self, "k",
+    1.0)``, ``hasattr(self, "bias")``)."""
     instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
     names = set()
     for g, ins in enumerate(instructions[:-2]):
-        if ins.opname == "LOAD_GLOBAL" and ins.argval == "getattr":
+        if ins.opname == "LOAD_GLOBAL" and ins.argval in _ATTRIBUTE_CALLS:
             k = g + 2
             while _opname(instructions, k) in _LOADS:
                 k += 1
@@ -488,14 +491,14 @@ def getattr_names(code) -> frozenset:
     return frozenset(names - {None})
 
 
-def _call_after(instructions: list, k: int, most: int) -> bool:
-    """The call the constant just loaded is the last but at most one argument of comes from
-    ``k`` on: after nothing, or after the code of one default (``{}``, ``self.base_lr``,
-    ``float(0.1)``), with no branch in it; of at most ``most`` arguments."""
+def _call_after(instructions: list, k: int, through: int, defaults: int = 1) -> bool:
+    """The call whose ``through``-th argument the constant just loaded is comes from ``k``
+    on: after nothing, or after the code of at most ``defaults`` more (``{}``,
+    ``self.base_lr``, ``float(0.1)``), with no branch in it."""
     depth = 0   # what the default's code left on the stack so far
     for ins in instructions[k:k + _LOOKAHEAD]:
-        if ins.opname in _CALLS and depth <= 1:
-            return ins.arg == most - 1 + depth
+        if ins.opname in _CALLS and depth <= defaults:
+            return ins.arg == through + depth
         if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs or ins.opname in _STORES:
             return False
         try:

@@ -190,6 +190,8 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
         missing = j == len(path) - 1 and (kind, key) in optional
         if step is None and missing and kind == "attr" and _lacks(obj, key):
             step, value = ("attr", key), pystate.ABSENT
+        elif step is None and missing and serve and _answers_nothing(obj, key):
+            step, value = ("getattr", key), pystate.ABSENT   # ``__getattr__`` raised
         if step is None:
             break
         steps.append(step)
@@ -202,6 +204,16 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
             break
         obj = value
     return found
+
+
+def _answers_nothing(obj, name: str) -> bool:
+    """A user object whose class's ``__getattr__`` raises for ``name`` (a torch-like
+    module's ``running_mean`` not registered yet)."""
+    attrs = getattr(obj, "__dict__", None)
+    return (type(attrs) is dict and name not in attrs and not isinstance(obj, type)
+            and in_class(type(obj), name) is pystate.ABSENT
+            and type(in_class(type(obj), "__getattr__")) is types.FunctionType
+            and users_class(type(obj)) and pystate.served(obj, name) is pystate.ABSENT)
 
 
 def _lacks(obj, name: str) -> bool:

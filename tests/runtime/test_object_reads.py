@@ -651,3 +651,35 @@ def test_items_an_attrdict_serves_as_attributes(monkeypatch, given):
                    lambda: setattr(ATTRS, "s", 5.0)):
         change()
         assert_same(x * ATTRS.w * ATTRS.s, compiled(ATTRS, x))
+
+
+class _Buffered(_Module):
+    """A batch norm that registers its running mean on the first call of training code."""
+
+    def __init__(self):
+        object.__setattr__(self, "_params", {})
+        object.__setattr__(self, "_settings", {})
+
+    def forward(self, x):
+        mean = getattr(self, "running_mean", None)
+        centred = x if mean is None else x - mean
+        return centred + 1.0 if hasattr(self, "bias") else centred
+
+
+BUFFERED = _Buffered()
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_what_getattr_and_hasattr_found_missing_then_added(monkeypatch, given):
+    """``getattr(self, "running_mean", None)`` where ``__getattr__`` raised, and
+    ``hasattr(self, "bias")``: an attribute added later takes another path."""
+    monkeypatch.setattr(here, "BUFFERED", _Buffered())
+    compiled = fusejit.compile((lambda m, x: m.forward(x)) if given else
+                               (lambda m, x: BUFFERED.forward(x)))
+    x = np.arange(4.0)
+    for change in (lambda: None, lambda: None,
+                   lambda: setattr(BUFFERED, "running_mean", np.full(4, 0.5)),
+                   lambda: setattr(BUFFERED, "bias", 1.0)):
+        change()
+        assert_same(BUFFERED.forward(x), compiled(BUFFERED, x))
+    assert compiled.cache_info()["traces"] == 3
