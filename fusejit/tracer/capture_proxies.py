@@ -117,6 +117,15 @@ class _Swaps:
                                                           (list, dict)):
             self.swap(value.__self__, _below(where, "attr", "__self__"), depth, again)
             return   # ``GET = TABLE.__getitem__``
+        if type(value) is functools.partial:
+            # its function's object and the objects it binds; its arrays are read by
+            # reference where the body uses them (``captures.find_captures``)
+            self.swap(value.func, _below(where, "attr", "func"), depth, again)
+            for key, item in [*enumerate(value.args), *value.keywords.items()]:
+                step = "args" if type(key) is int else "keywords"
+                self.swap(item, _below(_below(where, "attr", step), "item", key), depth - 1,
+                          again)
+            return
         if type(value) is types.MethodType or kind == "bound":   # ``G = model.g``: its
             where = _below(where, "attr", "__self__")            # object, as ``MODEL``'s
             if isinstance(value.__self__, type) and not again:   # ``G = Cfg.classmethod``
@@ -179,19 +188,6 @@ class _Swaps:
             self.tuples[id(value)] = copy
             self.originals[id(copy)] = (value, copy)
         return copy
-
-    def callable_copy(self, value, where: tuple):
-        """What the body calls in place of an array's own method (``SUM = W.sum``: the
-        proxy's, the array read through ``__self__`` again each call); None for anything
-        else. A partial's function is reached (a bound method's object, as ``G = model.g``);
-        the arrays among its arguments stay as they are: its copy would be another object,
-        which the body may store or compare."""
-        if type(value) in _BUILTIN_METHODS and proxyable(getattr(value, "__self__", None)):
-            proxy = self.proxy(value.__self__, _below(where, "attr", "__self__"))
-            return getattr(proxy, value.__name__)
-        if type(value) is functools.partial:
-            self.swap(value.func, _below(where, "attr", "func"))
-        return None
 
     def watch(self, func, text: str) -> None:
         """Attributes of a function the body calls (``helper.calls += 1``): checked like

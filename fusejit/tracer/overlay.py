@@ -144,9 +144,6 @@ for default argument arrays."""
                 plain_reads.record(self.plain_reads, where[0], item, f"global {name}[{k}]",
                                    (("item", k),))
             return self.swaps.tuple_copy(value, where)
-        copy = self.swaps.callable_copy(value, where)   # ``P = partial(lin, W)``
-        if copy is not None:
-            return copy
         self.swaps.swap(value, where)
         return value
 
@@ -221,9 +218,6 @@ for default argument arrays."""
             return copy
         if rebuildable(value):
             return self.swaps.tuple_copy(value, where)
-        copy = self.swaps.callable_copy(value, where)
-        if copy is not None:
-            return copy
         self.swaps.swap(value, where)
         return value
 
@@ -250,11 +244,6 @@ for default argument arrays."""
                 new = types.CellType(copy)
                 self.cells.append((cell, new, copy))
                 return new
-        copy = self.swaps.callable_copy(value, (("cell", cell), (), name))
-        if copy is not None:
-            new = types.CellType(copy)
-            self.cells.append((cell, new, copy))
-            return new
         if not proxyable(value):
             self.swaps.swap(value, (("cell", cell), (), name))
             if pystate.is_plain(value):   # ``nonlocal step; step += 1`` changes it
