@@ -177,13 +177,11 @@ def _class_reads(snap, leaf: int, read: set, keys: frozenset, codes,
             if pystate.read_again(value):
                 found.append(AttributeRead(leaf, (*snap.steps, ("getattr", name)),
                                            f"{snap.label}.{name}", value))
-            elif name in optional and in_class(cls, "__getattr__") is pystate.ABSENT:
-                found.append(AttributeRead(leaf, (*snap.steps, ("attr", name)),   # missing:
-                                           f"{snap.label}.{name}", pystate.ABSENT))  # getattr
-            elif name in optional and name in own and value is pystate.ABSENT and \
-                    pystate.served(obj, name) is pystate.ABSENT:   # ``__getattr__`` raised
-                found.append(AttributeRead(leaf, (*snap.steps, ("getattr", name)),
-                                           f"{snap.label}.{name}", pystate.ABSENT))
+            elif name in optional:   # ``getattr(m, "k", 1.0)`` found nothing there
+                step = object_reads.missing_step(obj, name, name in own)
+                if step is not None:
+                    found.append(AttributeRead(leaf, (*snap.steps, step),
+                                               f"{snap.label}.{name}", pystate.ABSENT))
             continue
         if type(held) in (list, dict) or isinstance(held, type):
             found += _below(snap, leaf, name, held, read, keys)

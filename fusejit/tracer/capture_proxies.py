@@ -32,7 +32,6 @@ from .captures import (
     bound_parts,
     code_names,
     found_path,
-    names_of,
     slot_items,
     slot_names,
     user_code,
@@ -74,7 +73,6 @@ class _Swaps:
         self.shared: list = []       # lists, dicts and __dict__s reached from globals, cells
         self.plain: dict = {}        # id(shared slots) -> (text, step, plain values, where)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
-        self.classes: list = []      # where a classmethod reached from a global is bound
         self.classes_of: set = set()   # classes of objects whose attributes were swapped
 
     def proxy(self, array, where):
@@ -126,11 +124,9 @@ class _Swaps:
                 self.swap(item, _below(_below(where, "attr", step), "item", key), depth - 1,
                           again)
             return
-        if type(value) is types.MethodType or kind == "bound":   # ``G = model.g``: its
-            where = _below(where, "attr", "__self__")            # object, as ``MODEL``'s
-            if isinstance(value.__self__, type) and not again:   # ``G = Cfg.classmethod``
-                self.classes.append(where)
-            self.swap(value.__self__, where, depth, again)
+        if type(value) is types.MethodType or kind == "bound":
+            # ``G = model.g``: its object, as ``MODEL``'s (``G = Cfg.cm``: its class)
+            self.swap(value.__self__, _below(where, "attr", "__self__"), depth, again)
             return
         if kind == "compiled":   # ``COBJ = fusejit.compile(obj)``: the object it calls
             self.swap(value.__wrapped__, _below(where, "attr", "__wrapped__"), depth, again)
@@ -277,11 +273,6 @@ class _Swaps:
             obj = pystate.walk(pystate.source_root(where[0]), where[1])
             if getattr(obj, "__dict__", None) is slots:
                 objects.append((obj, where, text))
-        for source, steps, text in self.classes:   # ``cls.K`` in a classmethod
-            cls = pystate.walk(pystate.source_root(source), steps)
-            found += [(source, value, label, (*steps, *path)) for _, value, label, path
-                      in object_reads.class_reads(cls, found_path(source, text, steps)[2],
-                                                  names_of(codes))]
         return found + object_reads.reads(objects, codes)
 
     def _check_state(self, slots) -> None:

@@ -188,10 +188,8 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
     for j, (kind, key) in enumerate(path):
         step, value, cls = _step(obj, kind, key, serve)
         missing = j == len(path) - 1 and (kind, key) in optional
-        if step is None and missing and kind == "attr" and _lacks(obj, key):
-            step, value = ("attr", key), pystate.ABSENT
-        elif step is None and missing and serve and _answers_nothing(obj, key):
-            step, value = ("getattr", key), pystate.ABSENT   # ``__getattr__`` raised
+        if step is None and missing and kind == "attr":
+            step, value = missing_step(obj, key, serve), pystate.ABSENT
         if step is None:
             break
         steps.append(step)
@@ -206,22 +204,23 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
     return found
 
 
-def _answers_nothing(obj, name: str) -> bool:
-    """A user object whose class's ``__getattr__`` raises for ``name`` (a torch-like
-    module's ``running_mean`` not registered yet)."""
-    attrs = getattr(obj, "__dict__", None)
-    return (type(attrs) is dict and name not in attrs and not isinstance(obj, type)
-            and in_class(type(obj), name) is pystate.ABSENT
-            and type(in_class(type(obj), "__getattr__")) is types.FunctionType
-            and users_class(type(obj)) and pystate.served(obj, name) is pystate.ABSENT)
-
-
-def _lacks(obj, name: str) -> bool:
-    """A user object that has no attribute ``name``, nor its class, nor ``__getattr__``."""
-    attrs = getattr(obj, "__dict__", None)
-    return (type(attrs) is dict and name not in attrs and not isinstance(obj, type)
-            and users_class(type(obj)) and in_class(type(obj), name) is pystate.ABSENT
-            and in_class(type(obj), "__getattr__") is pystate.ABSENT)
+def missing_step(obj, name: str, serve: bool = True):
+    """The step that reads ``name`` as missing on a user object that has no attribute of
+    that name, nor its class: ``("attr", name)`` where the class has no ``__getattr__``,
+    ``("getattr", name)`` where its ``__getattr__`` raises for it (``serve``: a name its own
+    methods read below ``self``, a torch-like module's ``running_mean`` not registered yet);
+    None otherwise."""
+    attrs, cls = getattr(obj, "__dict__", None), type(obj)
+    if type(attrs) is not dict or name in attrs or isinstance(obj, type) or \
+            not users_class(cls) or in_class(cls, name) is not pystate.ABSENT:
+        return None
+    answers = in_class(cls, "__getattr__")
+    if answers is pystate.ABSENT:
+        return "attr", name
+    if serve and type(answers) is types.FunctionType and \
+            pystate.served(obj, name) is pystate.ABSENT:
+        return "getattr", name
+    return None
 
 
 def _step(obj, kind: str, key, serve: bool = True) -> tuple:
