@@ -26,7 +26,7 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass
 
-from . import object_reads, pystate
+from . import object_reads, plain_reads, pystate
 from .captures import bound_parts, names_of
 from .code_reads import (
     constant_keys,
@@ -39,7 +39,7 @@ from .loc import classify
 from .object_reads import class_reads, keyed_items, served
 from .side_effects import STATIC
 
-MAX_READS = 64   # attributes read again per replay, at most
+MAX_READS = plain_reads.MAX_READS   # attributes read again per replay, at most
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +103,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
                                     f"{snap.label}.{name}", value)
                       for name, value in dict.items(snap.obj)
                       if name in read and pystate.read_again(value)]
-    return tuple((found + late)[:MAX_READS])
+    return plain_reads.first(found + late, "attributes of the arguments and self")
 
 
 def _below(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> list:

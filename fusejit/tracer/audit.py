@@ -17,7 +17,7 @@ import numpy as np
 
 from ..logs import topic
 from .capture_proxies import plain_subclass
-from .captures import MAX_DEPTH, method_owner, slot_items
+from .captures import MAX_DEPTH, OBJECT_DEPTH, held_deep, method_owner, slot_items
 
 log = topic("trace")
 MAX_BYTES = 256 * 2**20   # checksummed per trace, twice (zlib.crc32: ~2 GB/s here)
@@ -66,19 +66,20 @@ def _named(func) -> list[tuple[np.ndarray, str]]:
 def plain_held(objects) -> list[tuple[np.ndarray, str]]:
     """Arrays held by the argument objects where the tracer does not swap them for proxies
     (``capture_proxies``): in ``dict`` and ``list`` subclasses with their own ``__getitem__``
-    or ``__setitem__``, and more than ``MAX_DEPTH`` steps down. NumPy code on them alone
+    or ``__setitem__``, and more than ``OBJECT_DEPTH`` steps down. NumPy code on them alone
     (``state["m"] *= 0.9``) runs only while tracing."""
     found, seen = [], set()
 
     def walk(obj, label, steps, plain):
-        if steps > MAX_DEPTH + 2 or id(obj) in seen or len(seen) >= _MAX_OBJECTS:
+        if steps > OBJECT_DEPTH + 2 or id(obj) in seen or len(seen) >= _MAX_OBJECTS or \
+                (steps >= MAX_DEPTH and not held_deep(obj)):
             return
         seen.add(id(obj))
         plain = plain or type(obj) not in (list, tuple, dict) and isinstance(obj, (list, dict)) \
             and not plain_subclass(obj)
         for key, item in _children(obj):
             if _auditable(item):
-                if plain or steps >= MAX_DEPTH:
+                if plain or steps >= OBJECT_DEPTH:
                     found.append((item, f"{label}{key}"))
             elif not isinstance(item, (str, bytes, int, float, type, types.ModuleType)):
                 walk(item, f"{label}{key}", steps + 1, plain)

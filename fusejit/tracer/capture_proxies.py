@@ -5,8 +5,8 @@ NumPy code on captured arrays alone (``R *= 0.9`` on a global, ``self.rm *= 1 - 
 once, while tracing, and replays would lose it. So the body is called as a traced copy
 (``overlay.py``: globals, closure cells, helper functions of its module), and the arrays held
 by ``self`` and the other argument objects (attributes, and the lists, dicts and objects they
-hold, down to ``MAX_DEPTH`` steps) are swapped in place for ``CapturedTracer``s while it runs.
-The objects themselves stay the same, so identity (``o is DEFAULT``, ``id(o)`` keys, back
+hold, down to ``OBJECT_DEPTH`` steps) are swapped in place for ``CapturedTracer``s while it
+runs. The objects themselves stay the same, so identity (``o is DEFAULT``, ``id(o)`` keys, back
 references) holds. On exit every slot of those containers that still holds a proxy gets its
 array back; a slot the body (or another thread) rebound keeps the new value
 (``side_effects.detect`` then replays or refuses traced values bound to an argument object).
@@ -26,12 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..logs import topic
 from . import creation, object_reads, pystate
 from .captures import (
     MAX_DEPTH,
+    OBJECT_DEPTH,
     bound_parts,
     code_names,
     found_path,
+    held_deep,
     slot_items,
     slot_names,
     user_code,
@@ -44,6 +47,10 @@ from .side_effects import has_traced, watchable
 from .tracer import CapturedTracer, Tracer
 
 _BUILTIN_METHODS = (types.BuiltinMethodType, types.MethodWrapperType)
+_ATOMS = (int, float, complex, bool, str, bytes, type(None))   # hold no arrays
+_MAX_REVISITS = 20_000   # a graph sharing objects on many paths: the first paths suffice
+_MAX_OBJECTS = 200_000   # objects, lists and dicts looked into per trace
+log = topic("trace")
 LEAKED = ("side effect that replay would lose: a traced value stored into a list, dict or "
           "object reached from a global or closure")
 LEAKED_INTO = ("side effect that replay would lose: a traced value bound to an item of a dict "
@@ -65,6 +72,8 @@ class _Swaps:
     def __init__(self, recorder):
         self.recorder = recorder
         self.seen: set = set()       # ids of the objects and containers looked into
+        self.walking: set = set()    # ids of those the walk is below now
+        self.revisits = 0            # objects reached again (their paths noted as aliases)
         self.proxies: dict = {}      # id(array) -> its proxy
         self.arrays: dict = {}       # id(proxy) -> its array
         self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
@@ -98,14 +107,45 @@ class _Swaps:
             self.recorder.substituted.append((where[0], where[1]))
         return copy
 
-    def swap(self, value, where: tuple, depth: int = MAX_DEPTH, again: bool = False) -> None:
+    def swap(self, value, where: tuple, depth: int = OBJECT_DEPTH, again: bool = False) -> None:
         """Swap the arrays held by ``value`` (``depth`` levels down) for proxies. Below a
-        value reached ``again`` (``a.cfg is b.cfg``), only the new paths to proxies are noted."""
-        if depth == 0:
+        value reached ``again`` (``a.cfg is b.cfg``), only the new paths to proxies are noted;
+        a cycle (``layer.model = model``) only ``MAX_DEPTH`` steps down, as the objects of
+        Python's library and installed packages (``held_deep``)."""
+        if depth == 0 or type(value) in _ATOMS:
             return
+        if len(where[1]) >= MAX_DEPTH and (id(value) in self.walking or not held_deep(value)):
+            return   # a cycle, or a library's object (a logger's handler), this far down
         again = again or id(value) in self.seen
-        if not again:
-            self.seen.add(id(value))
+        if not self._looks_into(value, again):
+            return
+        self.walking.add(id(value))
+        try:
+            self._swap(value, where, depth, again)
+        finally:
+            self.walking.discard(id(value))
+
+    def _looks_into(self, value, again: bool) -> bool:
+        """Counts ``value`` in (the first time: ``seen``); False past the limits: an object
+        reached again past ``_MAX_REVISITS`` (its other paths go unnoted), a new one past
+        ``_MAX_OBJECTS`` (its arrays stay plain ones: a warning says so)."""
+        if again:
+            self.revisits += 1
+            if self.revisits == _MAX_REVISITS + 1:
+                log.debug("stopped noting other paths to captured arrays after %d objects "
+                          "reached again", _MAX_REVISITS)
+            return self.revisits <= _MAX_REVISITS
+        if len(self.seen) >= _MAX_OBJECTS:
+            if len(self.seen) == _MAX_OBJECTS:
+                log.warning("looked into %d objects below the body's arguments, globals and "
+                            "closures; the arrays below the others are read as plain arrays",
+                            _MAX_OBJECTS)
+                self.seen.add(None)   # warned once
+            return False
+        self.seen.add(id(value))
+        return True
+
+    def _swap(self, value, where: tuple, depth: int, again: bool) -> None:
         if type(value) is tuple:
             for key, item in enumerate(value):
                 self.swap(item, _below(where, "item", key), depth - 1, again)
@@ -157,7 +197,7 @@ class _Swaps:
                 else:
                     self.swap(item, _below(where, step, key), depth - 1, again)
 
-    def tuple_copy(self, value: tuple, where: tuple, depth: int = MAX_DEPTH) -> tuple:
+    def tuple_copy(self, value: tuple, where: tuple, depth: int = OBJECT_DEPTH) -> tuple:
         """A tuple (or named tuple) holding arrays cannot take proxies in place
         (``self.cache = (x, h)``, then ``h * h`` in another method): a copy of it with its
         arrays' proxies (one copy per tuple, whatever path reaches it) stands in for it while

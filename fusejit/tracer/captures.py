@@ -19,9 +19,16 @@ import numpy as np
 
 from ..ir import TensorType
 from .code_reads import getattr_names
-from .loc import classify
+from .loc import classify, in_stdlib
 
 MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is three
+# steps below a root within which the arrays of objects, lists and dicts are swapped for
+# proxies and the objects snapshotted: ``model.blocks[0].attn.c_proj.w`` is five,
+# ``net._modules["0"]._modules["attn"]._params["w"]`` seven
+OBJECT_DEPTH = 12
+_WALK_LIMIT = 20_000   # objects looked into for one array no shorter path reaches
+_INSTALLED = ("site-packages", "dist-packages")   # installed packages' own files
+_NO_ARRAYS = (int, float, complex, str, bytes, type(None), np.ndarray, np.generic)
 SEQUENCES = (list, tuple, collections.deque)   # and their subclasses: items by position
 
 
@@ -181,6 +188,23 @@ def _children_of(obj):
                 if type(v) is np.ndarray and k not in attrs]   # ``self.table`` of the class
     return [(("attr", k), v) for k, v in [*attrs.items(), *slots, *on_class]
             if not k.startswith("__")]
+
+
+def held_deep(obj) -> bool:
+    """Whether a walk looks into ``obj`` more than ``MAX_DEPTH`` steps below a root (down to
+    ``OBJECT_DEPTH``): a list, tuple, deque or dict, a ``SimpleNamespace``, a partial, a bound
+    method, or a function or object of user code outside Python's own library and installed
+    packages (a model's layers, not a logger's handlers and what they hold)."""
+    if isinstance(obj, (dict, *SEQUENCES, types.SimpleNamespace, functools.partial,
+                        types.MethodType)):
+        return True
+    if isinstance(obj, types.FunctionType):
+        filename = obj.__code__.co_filename
+    else:
+        module = sys.modules.get(getattr(type(obj), "__module__", None))
+        filename = getattr(module, "__file__", None)
+    return filename is not None and classify(filename) == "user" and not in_stdlib(filename) \
+        and not any(part in filename for part in _INSTALLED)
 
 
 def user_code(obj) -> bool:
@@ -482,8 +506,44 @@ def find_captures(array: np.ndarray, roots: Roots, leaves: list,
             found += [found_path(source, label, (*steps, geometry)) for steps in
                       (_search(value, array.base, MAX_DEPTH) if geometry else ())]
     if not found and isinstance(array.base, np.ndarray):
-        return list(_views_of_some_capture(array, candidates, leaves))
-    return found
+        found = list(_views_of_some_capture(array, candidates, leaves))
+    return found or _found_deeper(array, candidates, leaves)
+
+
+def _found_deeper(array, candidates, leaves) -> list:
+    """The first path to ``array`` more than ``MAX_DEPTH`` steps below a root
+    (``net.blocks[0].attn.proj.w`` in a class whose arrays stay plain ones), each object
+    looked into once; none (a constant) within ``OBJECT_DEPTH`` steps."""
+    opened: set = set()
+    for source, label in candidates:
+        try:
+            value = _root_value(source, leaves)
+        except (KeyError, ValueError, AttributeError):
+            continue
+        steps = first_path(value, array, opened)
+        if steps is not None:
+            return [found_path(source, label, steps)]
+    return []
+
+
+def first_path(root, target, opened: set) -> tuple | None:
+    """The steps of a shortest path from ``root`` to ``target`` (identity), breadth first,
+    each object once, ``_WALK_LIMIT`` objects in all (with those other roots opened)."""
+    level = [((), root)]
+    for _ in range(OBJECT_DEPTH):
+        below = []
+        for steps, obj in level:
+            if id(obj) in opened or len(opened) >= _WALK_LIMIT or \
+                    (len(steps) >= MAX_DEPTH and not held_deep(obj)):
+                continue
+            opened.add(id(obj))
+            for step, child in _children(obj):
+                if child is target:
+                    return (*steps, step)
+                if not isinstance(child, _NO_ARRAYS):
+                    below.append(((*steps, step), child))
+        level = below
+    return None
 
 
 def _views_of_some_capture(array, candidates, leaves):

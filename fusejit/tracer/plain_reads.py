@@ -21,7 +21,7 @@ from . import pystate
 
 log = topic("trace")
 
-MAX_READS = 128   # values read again per replay, at most (then: what stays frozen is logged)
+MAX_READS = 4096   # values read again per replay, at most (then: what stays frozen is logged)
 
 
 class ReadAgain:
@@ -74,10 +74,14 @@ def record(reads: dict, source: tuple, value, label: str, path: tuple = (),
 def kept(reads: dict) -> tuple[PlainRead, ...]:
     """The reads to check before each replay: those whose place still holds the value read
     (one the body changed is ``pystate``'s watch), the first ``MAX_READS``."""
-    found = [read for read in reads.values() if read.holds()]
+    return first([read for read in reads.values() if read.holds()],
+                 "values from globals, closures and defaults")
+
+
+def first(found: list, what: str) -> tuple:
+    """The first ``MAX_READS`` of ``found``; the rest stay as traced, and a warning says so."""
     if len(found) > MAX_READS:
-        log.warning("the body read %d values from globals, closures and defaults; those after "
-                    "the first %d (%s, ...) are not checked before replays", len(found),
-                    MAX_READS, found[MAX_READS].label)
+        log.warning("the body read %d %s; those after the first %d (%s, ...) are not checked "
+                    "before replays", len(found), what, MAX_READS, found[MAX_READS].label)
     return tuple(found[:MAX_READS])
 

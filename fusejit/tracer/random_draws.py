@@ -8,7 +8,7 @@ and again after, and a changed state makes the signature run eagerly:
 
 - NumPy's global ``RandomState`` (``np.random.rand``, ``np.random.normal``...) and Python's
   ``random`` module;
-- each generator (``RNG_TYPES``) within ``captures.MAX_DEPTH`` steps of the body's roots
+- each generator (``RNG_TYPES``) within ``captures.OBJECT_DEPTH`` steps of the body's roots
   (its arguments, ``self``, the globals its code names, its closure cells and defaults):
   ``rng``, ``self.rng`` (a class attribute too), ``cfg["rng"]``, a ``partial``'s argument,
   a function's default;
@@ -35,7 +35,16 @@ import types
 import numpy as np
 
 from ..logs import topic
-from .captures import MAX_DEPTH, SEQUENCES, _children, _root_value, found_path, path_key
+from .captures import (
+    MAX_DEPTH,
+    OBJECT_DEPTH,
+    SEQUENCES,
+    _children,
+    _root_value,
+    found_path,
+    held_deep,
+    path_key,
+)
 
 log = topic("trace")
 
@@ -76,7 +85,7 @@ class Draws:
         self.watch(random._inst, "random")
 
     def watch_roots(self, roots, leaves: list) -> None:
-        """The generators within ``MAX_DEPTH`` steps of ``roots`` (``captures.Roots``)."""
+        """The generators within ``OBJECT_DEPTH`` steps of ``roots`` (``captures.Roots``)."""
         self.leaves = leaves
         for source, label in roots.candidates:
             self.watch_source(source, found_path(source, label, ())[2])
@@ -147,26 +156,27 @@ def _same(before, after) -> bool:
 
 
 def _below(source, label: str, leaves) -> list:
-    """(generator, path) within ``MAX_DEPTH`` steps of a root, opening at most
-    ``_WALK_LIMIT`` objects; none where the root cannot be read (an empty cell)."""
+    """(generator, path) within ``OBJECT_DEPTH`` steps of a root, opening each object once
+    and at most ``_WALK_LIMIT`` of them; none where the root cannot be read (an empty
+    cell)."""
     try:
-        return list(_generators(_root_value(source, leaves), MAX_DEPTH, label,
-                                [_WALK_LIMIT]))
+        return list(_generators(_root_value(source, leaves), OBJECT_DEPTH, label, set()))
     except Exception:   # noqa: BLE001 -- a deleted global, the user's own code raised
         return []
 
 
-def _generators(obj, depth: int, path: str, budget: list):
+def _generators(obj, depth: int, path: str, opened: set):
     if is_generator(obj):
         yield obj, path
         return
-    if depth == 0 or budget[0] <= 0 or issubclass(type(obj), _LEAVES):
+    if depth == 0 or len(opened) >= _WALK_LIMIT or issubclass(type(obj), _LEAVES) \
+            or id(obj) in opened or (OBJECT_DEPTH - depth >= MAX_DEPTH and not held_deep(obj)):
         return
-    budget[0] -= 1
+    opened.add(id(obj))
     for (step, key), child in _inner(obj):
         if not issubclass(type(child), _LEAVES):
             yield from _generators(child, depth - 1, f"{path}.{key}" if step == "attr"
-                                   else f"{path}[{key!r}]", budget)
+                                   else f"{path}[{key!r}]", opened)
 
 
 def _inner(obj) -> list:

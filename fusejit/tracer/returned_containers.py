@@ -16,12 +16,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .captures import MAX_DEPTH, Capture, _children, _root_value, _search
+from .captures import (
+    MAX_DEPTH,
+    OBJECT_DEPTH,
+    Capture,
+    _children,
+    _root_value,
+    _search,
+    first_path,
+    held_deep,
+)
 from .pytree import _is_namedtuple
 
 _CONTAINERS = (dict, list, tuple)
 _HELD = (dict, list)
-_MAX_SEEN = 2000   # objects ``existing`` visits below the roots
+_MAX_SEEN = 20_000   # objects ``existing`` visits below the roots
 
 
 @dataclass(frozen=True)
@@ -47,15 +56,17 @@ class HeldContainer:
 
 
 def existing(roots, leaves) -> dict:
-    """id -> object of each dict and list the roots reach within ``MAX_DEPTH`` steps, before
-    the body runs (the objects themselves are kept, so their ids stay theirs)."""
+    """id -> object of each dict and list the roots reach within ``OBJECT_DEPTH`` steps
+    (``held_deep`` past ``MAX_DEPTH``), before the body runs (the objects themselves are
+    kept, so their ids stay theirs)."""
     found: dict = {}
     seen: set = set()
     level = [value for _, value in _root_values(roots, leaves)]
-    for _ in range(MAX_DEPTH + 1):
+    for depth in range(OBJECT_DEPTH + 1):
         below = []
         for obj in level:
-            if id(obj) in seen or len(seen) >= _MAX_SEEN:
+            if id(obj) in seen or len(seen) >= _MAX_SEEN or \
+                    (depth >= MAX_DEPTH and not held_deep(obj)):
                 continue
             seen.add(id(obj))
             if type(obj) in _HELD:
@@ -73,6 +84,11 @@ def mark_held(result, held: dict, roots, leaves):
     if type(result) in _HELD and held.get(id(result)) is result:
         for source, value in _root_values(roots, leaves):
             for steps in _search(value, result, MAX_DEPTH):
+                return HeldContainer(*roots.read_again(source, steps))
+        opened: set = set()
+        for source, value in _root_values(roots, leaves):
+            steps = first_path(value, result, opened)
+            if steps is not None:
                 return HeldContainer(*roots.read_again(source, steps))
     return _rebuilt(result, lambda item: mark_held(item, held, roots, leaves))
 

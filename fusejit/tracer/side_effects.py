@@ -2,7 +2,7 @@
 
 Before recording, each argument object (a non-pytree leaf with a ``__dict__`` or
 ``__slots__``, and ``fn.__self__`` for a bound method), the user objects it holds down to
-``MAX_DEPTH`` steps (``self.layers[0]``, ``net.inner``), and the classes of the argument
+``OBJECT_DEPTH`` steps (``self.layers[0]``, ``net.inner``), and the classes of the argument
 objects have their attributes copied shallowly; every list or dict held by such an attribute
 has its items noted too. After recording:
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import pystate
-from .captures import MAX_DEPTH, method_owner, slot_items, slot_names
+from .captures import MAX_DEPTH, OBJECT_DEPTH, held_deep, method_owner, slot_items, slot_names
 from .context import unwrap
 from .loc import classify
 from .pytree import TreeDef, flatten, is_traced_leaf
@@ -44,7 +44,7 @@ from .pytree import TreeDef, flatten, is_traced_leaf
 _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
 STATIC = "static"   # ``Snapshot.leaf`` of an object bound by a partial (static_argnames)
 _MAX_OBJECTS = 256   # objects snapshotted per trace (a model's layers, not a whole library)
-_WATCH_DEPTH = 2 * MAX_DEPTH   # steps below a root whose objects are snapshotted
+_WATCH_DEPTH = 2 * OBJECT_DEPTH   # steps below a root whose objects are snapshotted
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,8 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
 def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
     """Snapshot ``obj`` and the user objects it holds (directly or in a list, tuple or dict
     attribute), ``depth`` steps down."""
-    if id(obj) in seen or len(snaps) >= _MAX_OBJECTS:
+    if id(obj) in seen or len(snaps) >= _MAX_OBJECTS or \
+            (len(steps) >= MAX_DEPTH and not held_deep(obj)):
         return
     seen.add(id(obj))
     attrs = _attributes(obj)
@@ -248,7 +249,7 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
             _check_removed(recorder, snap, name, value)
         return None
     leaves, treedef = flatten(value)
-    if _release_objects(recorder, [x for x in leaves if _object(x)], f"{label}", MAX_DEPTH):
+    if _release_objects(recorder, [x for x in leaves if _object(x)], f"{label}", OBJECT_DEPTH):
         return None
     before = pystate.ABSENT if old is _MISSING else old
     if not has_traced(value) and not any(id(x) in known for x in leaves):
@@ -321,8 +322,8 @@ def _unreachable(snap) -> str:
         return "(a class attribute)"
     if snap.leaf == STATIC:
         return "(of a static argument)"
-    if len(snap.steps) >= MAX_DEPTH:   # its arrays were read as plain ones (capture_proxies)
-        return f"(more than {MAX_DEPTH} steps below the argument)"
+    if len(snap.steps) >= OBJECT_DEPTH:   # its arrays were read as plain ones (capture_proxies)
+        return f"(more than {OBJECT_DEPTH} steps below the argument)"
     return ""
 
 
@@ -338,12 +339,15 @@ def _unreplayable_items(snap, before: dict, now: list, changed: list, items: lis
     return ""
 
 
-def _release_objects(recorder, objects, label: str, depth: int) -> bool:
+def _release_objects(recorder, objects, label: str, depth: int, seen=None) -> bool:
     """Whether objects the body bound to an attribute (``m.inner = Model()``) hold traced
-    values, ``depth`` steps down: a replay cannot rebuild them, so the trace runs eagerly and
-    they get concrete values."""
-    found = False
+    values, ``depth`` steps down (each object once): a replay cannot rebuild them, so the
+    trace runs eagerly and they get concrete values."""
+    found, seen = False, set() if seen is None else seen
     for obj in objects:
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
         for name, value in _attributes(obj).items():
             leaves = flatten(value)[0]
             if has_traced(value):
@@ -351,7 +355,7 @@ def _release_objects(recorder, objects, label: str, depth: int) -> bool:
                 found = True
             elif depth > 1:
                 found |= _release_objects(recorder, [x for x in leaves if _object(x)],
-                                          label, depth - 1)
+                                          label, depth - 1, seen)
     if found:
         _lose(recorder, f"{label} rebound to an object holding traced values")
     return found

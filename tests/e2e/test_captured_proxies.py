@@ -549,23 +549,50 @@ def test_a_dict_subclass_with_its_own_setitem_keeps_its_arrays():
     assert compiled.cache_info()["eager_signatures"] == 0
 
 
-def test_an_array_deeper_than_three_steps_changed_before_its_traced_use_runs_eagerly():
-    # Read as a plain array (more than three steps down): the decay ran only while tracing,
-    # and each replay read the array without it.
-    def decayed(net, x):
-        net.a.b.c.w *= 0.5
-        return x * net.a.b.c.w
+def _chain(depth: int) -> types.SimpleNamespace:
+    """``net.inner.inner...w``: ``depth`` objects below ``net``, the last holding ``w``."""
+    node = types.SimpleNamespace(w=np.ones(3))
+    for _ in range(depth):
+        node = types.SimpleNamespace(inner=node)
+    return node
 
-    def make():
-        inner = types.SimpleNamespace(w=np.ones(3))
-        return types.SimpleNamespace(a=types.SimpleNamespace(b=types.SimpleNamespace(c=inner)))
 
-    eager, got = make(), make()
+def _innermost(net):
+    while hasattr(net, "inner"):
+        net = net.inner
+    return net
+
+
+def _same_decay(decayed, depth: int):
+    """Three calls of ``decayed`` on a ``_chain(depth)`` each, eagerly and compiled, compared;
+    the compiled function and its chain."""
+    eager, got = _chain(depth), _chain(depth)
     compiled = fusejit.compile(decayed)
     for step in range(3):
         x = np.full(3, step + 1.0)
         assert_same(decayed(eager, x), compiled(got, x))
-        assert_same(eager.a.b.c.w, got.a.b.c.w)
+        assert_same(_innermost(eager).w, _innermost(got).w)
+    return compiled, got
+
+
+def test_an_array_five_steps_down_changed_by_numpy_code_alone_is_replayed():
+    # ``net.inner.inner.inner.inner.w``: swapped for a proxy, so the decay is traced
+    def decayed(net, x):
+        net.inner.inner.inner.inner.w *= 0.5
+        return x * net.inner.inner.inner.inner.w
+
+    compiled, _ = _same_decay(decayed, 4)
+    assert compiled.cache_info()["eager_signatures"] == 0
+
+
+def test_an_array_deeper_than_the_objects_walked_changed_before_its_traced_use_runs_eagerly():
+    # Read as a plain array (more than OBJECT_DEPTH steps down): the decay ran only while
+    # tracing, and each replay read the array without it.
+    def decayed(net, x):
+        _innermost(net).w *= 0.5
+        return x * _innermost(net).w
+
+    compiled, got = _same_decay(decayed, 13)
     assert "was changed by NumPy code with no traced value in it" in str(
         compiled.explain(got, np.ones(3)))
 

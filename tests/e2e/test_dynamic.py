@@ -475,7 +475,10 @@ def _delete(m, g):
 
 def _too_deep(net, g):
     net.inner.w = net.inner.w - g       # fine: two steps
-    net.layers[0].inner.w = net.layers[0].inner.w - g   # four steps: read as a plain array
+    deepest = net.layers[0]
+    while hasattr(deepest, "inner"):
+        deepest = deepest.inner
+    deepest.w = deepest.w - g           # 14 steps: read as a plain array
     return g * 1
 
 
@@ -496,7 +499,7 @@ def _with_history(model):
     (_swap_buffers, Model, "rebound to a value the replay cannot rebuild"),
     (_grow_history, lambda: _with_history(Model()), None),
     (_delete, Model, "deleted"),
-    (_too_deep, lambda: _with_net_layers_inner(), "more than 3 steps"),
+    (_too_deep, lambda: _with_net_layers_inner(), "more than 12 steps"),
     (_new_object, Model, "rebound to an object holding traced values"),
 ], ids=["slot", "class-attribute", "swap", "growing-list", "del", "too-deep", "new-object"])
 def test_object_changes_a_replay_cannot_make_run_eagerly(body, make, reason):
@@ -518,10 +521,14 @@ def test_object_changes_a_replay_cannot_make_run_eagerly(body, make, reason):
         assert reason in str(compiled.explain(got, g))
 
 
-def _with_net_layers_inner():
+def _with_net_layers_inner(depth: int = 11):
+    """``net.layers[0]``, then ``depth`` objects down its ``inner``."""
     net = Model()
     net.inner, net.layers = Model(), [Model()]
-    net.layers[0].inner = Model()
+    node = net.layers[0]
+    for _ in range(depth):
+        node.inner = Model()
+        node = node.inner
     return net
 
 
