@@ -74,6 +74,7 @@ class _Swaps:
         self.seen: set = set()       # ids of the objects and containers looked into
         self.walking: set = set()    # ids of those the walk is below now
         self.revisits = 0            # objects reached again (their paths noted as aliases)
+        self.back_references: list = []   # (object, where) of cycles past MAX_DEPTH steps
         self.proxies: dict = {}      # id(array) -> its proxy
         self.arrays: dict = {}       # id(proxy) -> its array
         self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
@@ -109,12 +110,15 @@ class _Swaps:
 
     def swap(self, value, where: tuple, depth: int = OBJECT_DEPTH, again: bool = False) -> None:
         """Swap the arrays held by ``value`` (``depth`` levels down) for proxies. Below a
-        value reached ``again`` (``a.cfg is b.cfg``), only the new paths to proxies are noted;
-        a cycle (``layer.model = model``) only ``MAX_DEPTH`` steps down, as the objects of
-        Python's library and installed packages (``held_deep``)."""
+        value reached ``again`` (``a.cfg is b.cfg``), only the new paths to proxies are noted.
+        Past ``MAX_DEPTH`` steps, neither the objects of Python's library and installed
+        packages (``held_deep``) nor a cycle (``attn.parent = block``: only the paths to the
+        arrays its object holds itself, ``_note_back_references``)."""
         if depth == 0 or type(value) in _ATOMS:
             return
         if len(where[1]) >= MAX_DEPTH and (id(value) in self.walking or not held_deep(value)):
+            if id(value) in self.walking:   # a back reference: ``self.parent.w`` reads
+                self.back_references.append((value, where))
             return   # a cycle, or a library's object (a logger's handler), this far down
         again = again or id(value) in self.seen
         if not self._looks_into(value, again):
@@ -124,6 +128,17 @@ class _Swaps:
             self._swap(value, where, depth, again)
         finally:
             self.walking.discard(id(value))
+        if not self.walking:
+            self._note_back_references()
+
+    def _note_back_references(self) -> None:
+        """The arrays an object holds itself, through each back reference to it found more
+        than ``MAX_DEPTH`` steps down (``blocks[0].attn.parent`` of ``blocks[0]``): another
+        path to each, checked before every replay (``parent`` rebound to another block)."""
+        while self.back_references:
+            value, where = self.back_references.pop()
+            if self._looks_into(value, True):
+                self._swap(value, where, 1, True)
 
     def _looks_into(self, value, again: bool) -> bool:
         """Counts ``value`` in (the first time: ``seen``); False past the limits: an object

@@ -244,3 +244,32 @@ def test_a_dict_deep_in_a_model_returned_is_the_models_own():
         y, cfg = compiled(model, x)
         assert_same(model.forward(x), y)
         assert cfg is _deepest(model).cfg
+
+
+class _Head:
+    def __init__(self, parent):
+        self.parent = parent            # a back reference, four steps below the model
+
+    def __call__(self, x):
+        return x * self.parent.w
+
+
+class _Owner:
+    def __init__(self, w):
+        self.w, self.head = w, _Head(self)
+
+
+def test_an_array_read_through_a_back_reference_rebound_is_read_from_the_new_object():
+    class Tree:
+        def __init__(self):
+            self.blocks = [_Owner(np.ones(3)), _Owner(np.full(3, 2.0))]
+
+        def forward(self, x):
+            return self.blocks[0].head(x) + self.blocks[1].w
+
+    model = Tree()
+    compiled = fusejit.compile(model.forward)
+    x = np.arange(3.0)
+    assert_same(model.forward(x), compiled(x))
+    model.blocks[0].head.parent = model.blocks[1]
+    assert_same(model.forward(x), compiled(x))
