@@ -29,6 +29,7 @@ import numpy as np
 from ..logs import topic
 from . import creation, object_reads, pystate
 from .captures import (
+    _MAX_ITEMS,
     MAX_DEPTH,
     OBJECT_DEPTH,
     bound_parts,
@@ -75,6 +76,7 @@ class _Swaps:
         self.walking: set = set()    # ids of those the walk is below now
         self.revisits = 0            # objects reached again (their paths noted as aliases)
         self.back_references: list = []   # (object, where) of cycles past MAX_DEPTH steps
+        self.in_library = 0          # objects of Python's library the walk is below now
         self.proxies: dict = {}      # id(array) -> its proxy
         self.arrays: dict = {}       # id(proxy) -> its array
         self.containers: dict = {}   # id -> dict, list or __dict__ that got a proxy
@@ -111,23 +113,28 @@ class _Swaps:
     def swap(self, value, where: tuple, depth: int = OBJECT_DEPTH, again: bool = False) -> None:
         """Swap the arrays held by ``value`` (``depth`` levels down) for proxies. Below a
         value reached ``again`` (``a.cfg is b.cfg``), only the new paths to proxies are noted.
-        Past ``MAX_DEPTH`` steps, neither the objects of Python's library and installed
-        packages (``held_deep``) nor a cycle (``attn.parent = block``: only the paths to the
-        arrays its object holds itself, ``_note_back_references``)."""
+        Past ``MAX_DEPTH`` steps, neither the objects of Python's library (``held_deep``) nor
+        what they hold, nor a cycle (``attn.parent = block``: only the paths to the arrays its
+        object holds itself, ``_note_back_references``)."""
         if depth == 0 or type(value) in _ATOMS:
             return
-        if len(where[1]) >= MAX_DEPTH and (id(value) in self.walking or not held_deep(value)):
+        deep = len(where[1]) >= MAX_DEPTH
+        if deep and (self.in_library or id(value) in self.walking or not held_deep(value)):
             if id(value) in self.walking:   # a back reference: ``self.parent.w`` reads
                 self.back_references.append((value, where))
             return   # a cycle, or a library's object (a logger's handler), this far down
         again = again or id(value) in self.seen
         if not self._looks_into(value, again):
             return
+        library = not deep and not isinstance(value, (list, dict, tuple, deque)) and \
+            not held_deep(value)   # ``LOG.parent.handlers[0].formatter``: not past three
         self.walking.add(id(value))
+        self.in_library += library
         try:
             self._swap(value, where, depth, again)
         finally:
             self.walking.discard(id(value))
+            self.in_library -= library
         if not self.walking:
             self._note_back_references()
 
@@ -191,7 +198,10 @@ class _Swaps:
                 self.shared.append(slots)
                 text = found_path(where[0], where[2], where[1])[2]
                 self.plain[id(slots)] = (text, step, _plain(slots), where)
-            for key, item in _items(slots):
+            items = _items(slots)
+            if len(items) > _MAX_ITEMS:   # data (a tokenizer's merges): three steps, as before
+                depth = min(depth, max(MAX_DEPTH - len(where[1]), 1))
+            for key, item in items:
                 if id(item) in self.arrays:        # a proxy put there: another path to it
                     self.proxy(self.arrays[id(item)], _below(where, step, key))
                 elif again and id(item) in self.recorder.originals:   # a copy put there

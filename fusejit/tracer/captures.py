@@ -27,7 +27,7 @@ MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is thre
 # ``net._modules["0"]._modules["attn"]._params["w"]`` seven
 OBJECT_DEPTH = 12
 _WALK_LIMIT = 20_000   # objects looked into for one array no shorter path reaches
-_INSTALLED = ("site-packages", "dist-packages")   # installed packages' own files
+_MAX_ITEMS = 10_000   # items of a list, tuple or dict looked into past MAX_DEPTH steps
 _NO_ARRAYS = (int, float, complex, str, bytes, type(None), np.ndarray, np.generic)
 SEQUENCES = (list, tuple, collections.deque)   # and their subclasses: items by position
 
@@ -193,18 +193,22 @@ def _children_of(obj):
 def held_deep(obj) -> bool:
     """Whether a walk looks into ``obj`` more than ``MAX_DEPTH`` steps below a root (down to
     ``OBJECT_DEPTH``): a list, tuple, deque or dict, a ``SimpleNamespace``, a partial, a bound
-    method, or a function or object of user code outside Python's own library and installed
-    packages (a model's layers, not a logger's handlers and what they hold)."""
-    if isinstance(obj, (dict, *SEQUENCES, types.SimpleNamespace, functools.partial,
-                        types.MethodType)):
+    method, or a function or object of code outside Python's own library (a model's layers,
+    from a file, a notebook cell or an installed package; not a logger's handlers). A list,
+    tuple or dict of more than ``_MAX_ITEMS`` items is data (a tokenizer's merges), not
+    layers."""
+    if isinstance(obj, (dict, *SEQUENCES)):
+        return len(obj) <= _MAX_ITEMS
+    if isinstance(obj, (types.SimpleNamespace, functools.partial, types.MethodType)):
         return True
     if isinstance(obj, types.FunctionType):
-        filename = obj.__code__.co_filename
-    else:
-        module = sys.modules.get(getattr(type(obj), "__module__", None))
-        filename = getattr(module, "__file__", None)
-    return filename is not None and classify(filename) == "user" and not in_stdlib(filename) \
-        and not any(part in filename for part in _INSTALLED)
+        return not in_stdlib(obj.__code__.co_filename)
+    name = getattr(type(obj), "__module__", None)
+    module = sys.modules.get(name)
+    filename = getattr(module, "__file__", None)
+    if filename is None:   # ``__main__`` of a notebook or ``python -c``, exec'd code
+        return name not in sys.builtin_module_names
+    return classify(filename) == "user" and not in_stdlib(filename)
 
 
 def user_code(obj) -> bool:

@@ -4,6 +4,10 @@ every call however the compiled function reaches the model: as the method's ``se
 global, or as an argument. A weight updated in place or rebound, a scale changed, a random
 generator drawn from: each call answers as NumPy does on the model as it is then.
 """
+import importlib
+import sys
+import types
+
 import numpy as np
 import pytest
 
@@ -273,3 +277,64 @@ def test_an_array_read_through_a_back_reference_rebound_is_read_from_the_new_obj
     assert_same(model.forward(x), compiled(x))
     model.blocks[0].head.parent = model.blocks[1]
     assert_same(model.forward(x), compiled(x))
+
+
+_LAYERS = '''
+import numpy as np
+
+class Linear:
+    def __init__(self):
+        self.w, self.scale = np.ones(3), 1.0
+
+    def __call__(self, x):
+        return x * self.w * self.scale
+
+class Block:
+    def __init__(self):
+        self.attn = {"proj": Linear()}
+
+class Model:
+    def __init__(self):
+        self.blocks = [Block()]
+
+    def forward(self, x):
+        return self.blocks[0].attn["proj"](x)
+'''
+
+
+def _module_without_a_file(name: str):
+    """The classes of ``_LAYERS`` as a notebook cell or ``python -c`` defines them."""
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    exec(compile(_LAYERS, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def _installed_module(tmp_path, name: str):
+    """The classes of ``_LAYERS`` from a package installed under ``site-packages``."""
+    site = tmp_path / "site-packages"
+    (site / name).mkdir(parents=True)
+    (site / name / "__init__.py").write_text(_LAYERS)
+    sys.path.insert(0, str(site))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(site))
+
+
+@pytest.mark.parametrize("where", ["notebook", "installed"])
+def test_a_model_whose_classes_live_outside_a_user_file_is_read_again(where, tmp_path):
+    name = f"fusejit_test_layers_{where}"
+    module = _module_without_a_file(name) if where == "notebook" else \
+        _installed_module(tmp_path, name)
+    try:
+        model = module.Model()
+        compiled = fusejit.compile(model.forward)
+        x = np.arange(3.0)
+        assert_same(model.forward(x), compiled(x))
+        model.blocks[0].attn["proj"].w *= 3        # five steps down
+        assert_same(model.forward(x), compiled(x))
+        model.blocks[0].attn["proj"].scale = 10.0
+        assert_same(model.forward(x), compiled(x))
+    finally:
+        del sys.modules[name]
