@@ -36,7 +36,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import pystate
-from .captures import MAX_DEPTH, OBJECT_DEPTH, held_deep, method_owner, slot_items, slot_names
+from .captures import (
+    _MAX_ITEMS,
+    MAX_DEPTH,
+    OBJECT_DEPTH,
+    held_deep,
+    method_owner,
+    slot_items,
+    slot_names,
+)
 from .context import unwrap
 from .loc import classify
 from .pytree import TreeDef, flatten, is_traced_leaf
@@ -106,8 +114,8 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
 
 
 def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
-    """Snapshot ``obj`` and the user objects it holds (directly or in a list, tuple or dict
-    attribute), ``depth`` steps down."""
+    """Snapshot ``obj`` and the user objects it holds (directly or in list, tuple and dict
+    attributes, nested too: ``self.stages["enc"][0]``), ``depth`` steps down."""
     if id(obj) in seen or len(snaps) >= _MAX_OBJECTS or \
             (len(steps) >= MAX_DEPTH and not held_deep(obj)):
         return
@@ -115,15 +123,24 @@ def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
     attrs = _attributes(obj)
     snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label, _plain_items(attrs)))
     for name, value in attrs.items():
-        here = (*steps, ("attr", name))
-        if depth > 1 and _object(value) and _user_object(value):
-            _walk(value, leaf, here, f"{label}.{name}", depth - 1, snaps, seen)
-        elif depth > 2 and type(value) in (list, tuple, dict):
-            items = value.items() if type(value) is dict else enumerate(value)
-            for key, item in items:
-                if _object(item) and _user_object(item):
-                    _walk(item, leaf, (*here, ("item", key)), f"{label}.{name}[{key!r}]",
-                          depth - 2, snaps, seen)
+        for here, text, item in _held_objects(value, (*steps, ("attr", name)),
+                                              f"{label}.{name}", depth):
+            _walk(item, leaf, here, text, depth - (len(here) - len(steps)), snaps, seen)
+
+
+def _held_objects(value, steps: tuple, label: str, depth: int, nested: bool = True):
+    """(steps, label, object) of ``value`` if it is a user object, else of those in it if it
+    is a list, tuple or dict, each step down costing one of ``depth``; in the lists, tuples
+    and dicts inside one of more than ``_MAX_ITEMS`` items (data), none."""
+    if depth <= 1:
+        return
+    if _object(value) and _user_object(value):
+        yield steps, label, value
+    elif nested and type(value) in (list, tuple, dict):
+        items = list(value.items() if type(value) is dict else enumerate(value))
+        for key, item in items:
+            yield from _held_objects(item, (*steps, ("item", key)), f"{label}[{key!r}]",
+                                     depth - 1, len(items) <= _MAX_ITEMS)
 
 
 def _object(value) -> bool:

@@ -338,3 +338,45 @@ def test_a_model_whose_classes_live_outside_a_user_file_is_read_again(where, tmp
         assert_same(model.forward(x), compiled(x))
     finally:
         del sys.modules[name]
+
+
+class _Scale:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        return x * self.k
+
+
+class _Shift:
+    def __init__(self, b):
+        self.b = b
+
+    def __call__(self, x):
+        return x + self.b
+
+
+class _Stages:
+    def __init__(self):
+        self.stages = {"enc": [_Scale(3.0)]}   # two item steps, then the layer
+
+    def forward(self, x):
+        for layer in self.stages["enc"]:
+            x = layer(x)
+        return x
+
+
+@pytest.mark.parametrize("root", ["self", "argument"])
+def test_a_layer_in_a_list_in_a_dict_is_read_again(root):
+    model = _Stages()
+    if root == "self":
+        compiled = fusejit.compile(model.forward)
+    else:
+        by_argument = fusejit.compile(lambda m, x: m.forward(x))
+        compiled = lambda x: by_argument(model, x)   # noqa: E731
+    x = np.arange(3.0)
+    assert_same(model.forward(x), compiled(x))
+    model.stages["enc"][0].k = 5.0
+    assert_same(model.forward(x), compiled(x))
+    model.stages["enc"][0] = _Shift(np.ones(3))          # a layer of another class
+    assert_same(model.forward(x), compiled(x))
