@@ -19,7 +19,7 @@ a list or dict attribute under a key the code subscripts by a constant (``self.s
 code reads: a method (the function the call would run, which a class patched later, ``Net.act
 = ...``, or an attribute set on the object shadowing it, ``net.act = np.sin``, changes), a
 static or class method, a plain class attribute. Attributes come first, the class's last, up
-to ``MAX_READS`` in all.
+to ``plain_reads.MAX_READS`` in all.
 """
 from __future__ import annotations
 
@@ -38,8 +38,6 @@ from .code_reads import (
 from .loc import classify
 from .object_reads import class_reads, keyed_items, served
 from .side_effects import STATIC
-
-MAX_READS = plain_reads.MAX_READS   # attributes read again per replay, at most
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..logs import topic
 from .capture_proxies import plain_subclass
-from .captures import MAX_DEPTH, OBJECT_DEPTH, held_deep, method_owner, slot_items
+from .captures import OBJECT_DEPTH, method_owner, slot_items, walked
 
 log = topic("trace")
 MAX_BYTES = 256 * 2**20   # checksummed per trace, twice (zlib.crc32: ~2 GB/s here)
@@ -72,7 +72,7 @@ def plain_held(objects) -> list[tuple[np.ndarray, str]]:
 
     def walk(obj, label, steps, plain):
         if steps > OBJECT_DEPTH + 2 or id(obj) in seen or len(seen) >= _MAX_OBJECTS or \
-                (steps >= MAX_DEPTH and not held_deep(obj)):
+                not walked(obj, steps):
             return
         seen.add(id(obj))
         plain = plain or type(obj) not in (list, tuple, dict) and isinstance(obj, (list, dict)) \

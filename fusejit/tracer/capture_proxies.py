@@ -29,8 +29,8 @@ import numpy as np
 from ..logs import topic
 from . import creation, object_reads, pystate
 from .captures import (
-    _MAX_ITEMS,
     MAX_DEPTH,
+    MAX_ITEMS,
     OBJECT_DEPTH,
     bound_parts,
     code_names,
@@ -39,6 +39,7 @@ from .captures import (
     slot_items,
     slot_names,
     user_code,
+    walked,
 )
 from .code_reads import constant_keys
 from .context import unwrap
@@ -119,7 +120,8 @@ class _Swaps:
         if depth == 0 or type(value) in _ATOMS:
             return
         deep = len(where[1]) >= MAX_DEPTH
-        if deep and (self.in_library or id(value) in self.walking or not held_deep(value)):
+        if deep and (self.in_library or id(value) in self.walking) or \
+                not walked(value, len(where[1])):
             if id(value) in self.walking:   # a back reference: ``self.parent.w`` reads
                 self.back_references.append((value, where))
             return   # a cycle, or a library's object (a logger's handler), this far down
@@ -199,7 +201,7 @@ class _Swaps:
                 text = found_path(where[0], where[2], where[1])[2]
                 self.plain[id(slots)] = (text, step, _plain(slots), where)
             items = _items(slots)
-            if len(items) > _MAX_ITEMS:   # data (a tokenizer's merges): three steps, as before
+            if len(items) > MAX_ITEMS:   # data (a tokenizer's merges): three steps, as before
                 depth = min(depth, max(MAX_DEPTH - len(where[1]), 1))
             for key, item in items:
                 if id(item) in self.arrays:        # a proxy put there: another path to it

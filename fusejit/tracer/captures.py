@@ -27,7 +27,7 @@ MAX_DEPTH = 3   # attribute/item steps below a root: self.layers[0]["w"] is thre
 # ``net._modules["0"]._modules["attn"]._params["w"]`` seven
 OBJECT_DEPTH = 12
 _WALK_LIMIT = 20_000   # objects looked into for one array no shorter path reaches
-_MAX_ITEMS = 10_000   # items of a list, tuple or dict looked into past MAX_DEPTH steps
+MAX_ITEMS = 10_000   # items of a list, tuple or dict looked into past MAX_DEPTH steps
 _NO_ARRAYS = (int, float, complex, str, bytes, type(None), np.ndarray, np.generic)
 SEQUENCES = (list, tuple, collections.deque)   # and their subclasses: items by position
 
@@ -195,10 +195,10 @@ def held_deep(obj) -> bool:
     ``OBJECT_DEPTH``): a list, tuple, deque or dict, a ``SimpleNamespace``, a partial, a bound
     method, or a function or object of code outside Python's own library (a model's layers,
     from a file, a notebook cell or an installed package; not a logger's handlers). A list,
-    tuple or dict of more than ``_MAX_ITEMS`` items is data (a tokenizer's merges), not
+    tuple or dict of more than ``MAX_ITEMS`` items is data (a tokenizer's merges), not
     layers."""
     if isinstance(obj, (dict, *SEQUENCES)):
-        return len(obj) <= _MAX_ITEMS
+        return len(obj) <= MAX_ITEMS
     if isinstance(obj, (types.SimpleNamespace, functools.partial, types.MethodType)):
         return True
     if isinstance(obj, types.FunctionType):
@@ -209,6 +209,30 @@ def held_deep(obj) -> bool:
     if filename is None:   # ``__main__`` of a notebook or ``python -c``, exec'd code
         return name not in sys.builtin_module_names
     return classify(filename) == "user" and not in_stdlib(filename)
+
+
+def walked(obj, steps: int) -> bool:
+    """Whether a walk looks into ``obj``, ``steps`` below a root: any within ``MAX_DEPTH``,
+    past it those ``held_deep``."""
+    return steps < MAX_DEPTH or held_deep(obj)
+
+
+def breadth_first(root, opened: set, limit: int):
+    """(steps, object, its ``_children``) of ``root`` and what it holds, level by level down
+    to ``OBJECT_DEPTH`` steps, those ``walked``, each once (``opened``: shared with other
+    roots, ``limit`` objects in all)."""
+    level = [((), root)]
+    for depth in range(OBJECT_DEPTH + 1):
+        below = []
+        for steps, obj in level:
+            if id(obj) in opened or len(opened) >= limit or not walked(obj, depth):
+                continue
+            opened.add(id(obj))
+            children = _children(obj)
+            yield steps, obj, children
+            below += [((*steps, step), child) for step, child in children
+                      if not isinstance(child, _NO_ARRAYS)]
+        level = below
 
 
 def user_code(obj) -> bool:
@@ -533,20 +557,10 @@ def _found_deeper(array, candidates, leaves) -> list:
 def first_path(root, target, opened: set) -> tuple | None:
     """The steps of a shortest path from ``root`` to ``target`` (identity), breadth first,
     each object once, ``_WALK_LIMIT`` objects in all (with those other roots opened)."""
-    level = [((), root)]
-    for _ in range(OBJECT_DEPTH):
-        below = []
-        for steps, obj in level:
-            if id(obj) in opened or len(opened) >= _WALK_LIMIT or \
-                    (len(steps) >= MAX_DEPTH and not held_deep(obj)):
-                continue
-            opened.add(id(obj))
-            for step, child in _children(obj):
-                if child is target:
-                    return (*steps, step)
-                if not isinstance(child, _NO_ARRAYS):
-                    below.append(((*steps, step), child))
-        level = below
+    for steps, _, children in breadth_first(root, opened, _WALK_LIMIT):
+        for step, child in children:
+            if child is target:
+                return (*steps, step)
     return None
 
 

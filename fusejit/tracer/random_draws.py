@@ -36,14 +36,13 @@ import numpy as np
 
 from ..logs import topic
 from .captures import (
-    MAX_DEPTH,
     OBJECT_DEPTH,
     SEQUENCES,
     _children,
     _root_value,
     found_path,
-    held_deep,
     path_key,
+    walked,
 )
 
 log = topic("trace")
@@ -170,7 +169,7 @@ def _generators(obj, depth: int, path: str, opened: set):
         yield obj, path
         return
     if depth == 0 or len(opened) >= _WALK_LIMIT or issubclass(type(obj), _LEAVES) \
-            or id(obj) in opened or (OBJECT_DEPTH - depth >= MAX_DEPTH and not held_deep(obj)):
+            or id(obj) in opened or not walked(obj, OBJECT_DEPTH - depth):
         return
     opened.add(id(obj))
     for (step, key), child in _inner(obj):

@@ -18,13 +18,11 @@ from dataclasses import dataclass
 
 from .captures import (
     MAX_DEPTH,
-    OBJECT_DEPTH,
     Capture,
-    _children,
     _root_value,
     _search,
+    breadth_first,
     first_path,
-    held_deep,
 )
 from .pytree import _is_namedtuple
 
@@ -56,24 +54,12 @@ class HeldContainer:
 
 
 def existing(roots, leaves) -> dict:
-    """id -> object of each dict and list the roots reach within ``OBJECT_DEPTH`` steps
-    (``held_deep`` past ``MAX_DEPTH``), before the body runs (the objects themselves are
+    """id -> object of each dict and list the roots reach (``captures.breadth_first``),
+    before the body runs (the objects themselves are
     kept, so their ids stay theirs)."""
-    found: dict = {}
     seen: set = set()
-    level = [value for _, value in _root_values(roots, leaves)]
-    for depth in range(OBJECT_DEPTH + 1):
-        below = []
-        for obj in level:
-            if id(obj) in seen or len(seen) >= _MAX_SEEN or \
-                    (depth >= MAX_DEPTH and not held_deep(obj)):
-                continue
-            seen.add(id(obj))
-            if type(obj) in _HELD:
-                found[id(obj)] = obj
-            below += [child for _, child in _children(obj)]
-        level = below
-    return found
+    return {id(obj): obj for _, value in _root_values(roots, leaves)
+            for _, obj, _ in breadth_first(value, seen, _MAX_SEEN) if type(obj) in _HELD}
 
 
 def mark_held(result, held: dict, roots, leaves):

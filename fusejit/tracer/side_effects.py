@@ -37,13 +37,12 @@ import numpy as np
 
 from . import pystate
 from .captures import (
-    _MAX_ITEMS,
-    MAX_DEPTH,
+    MAX_ITEMS,
     OBJECT_DEPTH,
-    held_deep,
     method_owner,
     slot_items,
     slot_names,
+    walked,
 )
 from .context import unwrap
 from .loc import classify
@@ -116,8 +115,7 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
 def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
     """Snapshot ``obj`` and the user objects it holds (directly or in list, tuple and dict
     attributes, nested too: ``self.stages["enc"][0]``), ``depth`` steps down."""
-    if id(obj) in seen or len(snaps) >= _MAX_OBJECTS or \
-            (len(steps) >= MAX_DEPTH and not held_deep(obj)):
+    if id(obj) in seen or len(snaps) >= _MAX_OBJECTS or not walked(obj, len(steps)):
         return
     seen.add(id(obj))
     attrs = _attributes(obj)
@@ -131,7 +129,7 @@ def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
 def _held_objects(value, steps: tuple, label: str, depth: int, nested: bool = True):
     """(steps, label, object) of ``value`` if it is a user object, else of those in it if it
     is a list, tuple or dict, each step down costing one of ``depth``; in the lists, tuples
-    and dicts inside one of more than ``_MAX_ITEMS`` items (data), none."""
+    and dicts inside one of more than ``MAX_ITEMS`` items (data), none."""
     if depth <= 1:
         return
     if _object(value) and _user_object(value):
@@ -140,7 +138,7 @@ def _held_objects(value, steps: tuple, label: str, depth: int, nested: bool = Tr
         items = list(value.items() if type(value) is dict else enumerate(value))
         for key, item in items:
             yield from _held_objects(item, (*steps, ("item", key)), f"{label}[{key!r}]",
-                                     depth - 1, len(items) <= _MAX_ITEMS)
+                                     depth - 1, len(items) <= MAX_ITEMS)
 
 
 def _object(value) -> bool:
