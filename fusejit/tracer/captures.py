@@ -231,7 +231,7 @@ def breadth_first(root, opened: set, limit: int):
             children = _children(obj)
             yield steps, obj, children
             below += [((*steps, step), child) for step, child in children
-                      if not isinstance(child, _NO_ARRAYS)]
+                      if not issubclass(type(child), _NO_ARRAYS)]
         level = below
 
 
