@@ -75,34 +75,62 @@ def _plain_read_lines(trace, lines: list, names: dict, owner) -> None:
     walked: dict = {}
     for k, read in enumerate(trace.plain_reads):
         names[f"read{k}"], names[f"value{k}"] = read, read.value
-        if read.value is pystate.ABSENT:   # nothing there: an inline step that does not
-            lines.append(f"    if not read{k}.holds():")   # lead on would pass it
+        alias = type(read.value) is pystate.AliasOf
+        if alias and read.source[0] == read.first[0][0] == "global":   # ``MODEL.layers[1]``
+            first = _global_walk(k, read.first[0], read.first[1], None, names, walked, lines)
+            found = _global_walk(k, read.source, read.path, None, names, walked, lines)
+            lines.append(f"    if ({found} is not {first} or {found} is absent) and "
+                         f"not read{k}.holds():")
+        elif read.value is pystate.ABSENT or alias:
+            lines.append(f"    if not read{k}.holds():")   # nothing there: an inline step
+            #                                                 that does not lead on would pass
         elif hasattr(read, "steps"):   # ``config.SCALE``: ``code_reads.ChainRead``
             _chain_lines(k, read, lines, names)
         elif read.source[0] == "global":   # ``x * SCALE``, or ``self.s`` of ``MODEL.forward``
-            names[f"globals{k}"] = read.source[1]
-            found = f"globals{k}.get({read.source[2]!r}, absent)"
-            if read.path:   # the global's value walked once for all the reads below it
-                root = ("global", id(read.source[1]), read.source[2])
-                if root not in walked:
-                    walked[root] = f"w{len(walked)}"
-                    lines.append(f"    {walked[root]} = {found}")
-                found = _inline_walk(k, root, walked[root], read.path, read.cls, names,
-                                     walked, lines)
+            found = _global_walk(k, read.source, read.path, read.cls, names, walked, lines)
             lines.append(f"    if {found} is not value{k} and not read{k}.holds():")
         else:
             lines.append(f"    if not read{k}.holds():")
         lines.append(f"        raise GuardFailed(read{k}.failure())")
     for k, read in enumerate(trace.attribute_reads):
         names[f"attribute{k}"], names[f"held{k}"] = read, read.value
-        root = ("owner",) if read.leaf < 0 else (read.leaf,)
-        here = "owner" if read.leaf < 0 else f"leaves[{read.leaf}]"
         check = f"not attribute{k}.holds(leaves, owner)"
-        if read.value is not pystate.ABSENT:   # else walked in full, as a plain read's
-            found = _inline_walk(k, root, here, read.steps, read.cls, names, walked, lines)
+        if type(read.value) is pystate.AliasOf:   # two places reaching one object
+            first = _inline_walk(k, *_root(read.first[0]), read.first[1], None, names,
+                                 walked, lines)
+            found = _inline_walk(k, *_root(read.leaf), read.steps, None, names, walked, lines)
+            check = f"({found} is not {first} or {found} is absent) and {check}"
+        elif read.value is pystate.PRESENT:   # ``"bias" in self.params``: anything there
+            found = _inline_walk(k, *_root(read.leaf), read.steps, None, names, walked, lines)
+            check = f"{found} is absent and {check}"
+        elif read.value is not pystate.ABSENT:   # else walked in full, as a plain read's
+            found = _inline_walk(k, *_root(read.leaf), read.steps, read.cls, names, walked,
+                                 lines)
             check = f"{found} is not held{k} and {check}"
         lines += [f"    if {check}:",
                   f"        raise GuardFailed(attribute{k}.failure(leaves, owner))"]
+
+
+def _global_walk(k: int, source: tuple, path: tuple, cls, names: dict, walked: dict,
+                 lines: list) -> str:
+    """The expression of what ``path`` below the global ``source`` finds, walked inline; the
+    global's value walked once for all the reads below it."""
+    module = f"globals{k}_{len(names)}"   # a name no other read's walk took
+    names[module] = source[1]
+    found = f"{module}.get({source[2]!r}, absent)"
+    if not path:
+        return found
+    root = ("global", id(source[1]), source[2])
+    if root not in walked:
+        walked[root] = f"w{len(walked)}"
+        lines.append(f"    {walked[root]} = {found}")
+    return _inline_walk(k, root, walked[root], path, cls, names, walked, lines)
+
+
+def _root(leaf: int) -> tuple:
+    """(the path key, the expression) of an attribute read's root: argument ``leaf``, or the
+    compiled method's object (-1)."""
+    return (("owner",), "owner") if leaf < 0 else ((leaf,), f"leaves[{leaf}]")
 
 
 def _inline_walk(k: int, path: tuple, here: str, steps: tuple, cls, names: dict,

@@ -43,8 +43,9 @@ def static_reads(fn, codes) -> list[tuple]:
     """The same for the objects, dicts and lists given in ``static_argnames`` (bound by the
     partial that is traced) that the cache key holds by identity: the same object comes on
     each call of that signature, changed in place or not (``cfg["k"] = 3.0``). A static value
-    keyed by ``==`` is not read again: another, equal object may come. And for a compiled
-    classmethod, its class (``cls.SCALE``)."""
+    keyed by ``==`` is not read again: another, equal object may come. What the compiled
+    partial binds by position is always its own object (``partial(Model.forward, model)``).
+    And for a compiled classmethod, its class (``cls.SCALE``)."""
     keys = frozenset().union(*map(constant_keys, codes))
     owner = method_owner(fn)
     found = object_reads.class_reads(owner, "cls", names_of(codes)) \
@@ -54,6 +55,11 @@ def static_reads(fn, codes) -> list[tuple]:
     for name, value in fn.keywords.items():
         if _by_identity(value):
             found += object_reads.below(value, (("object", value), ()), name, codes, keys)
+    for k, value in enumerate(fn.args):   # ``partial(Model.forward, model)``: the one object
+        label = f"partial argument {k}"
+        found += object_reads.class_reads(value, label, names_of(codes)) \
+            if isinstance(value, type) else \
+            object_reads.below(value, (("object", value), ()), label, codes, keys)
     return found
 
 

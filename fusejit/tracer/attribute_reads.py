@@ -19,7 +19,11 @@ a list or dict attribute under a key the code subscripts by a constant (``self.s
 code reads: a method (the function the call would run, which a class patched later, ``Net.act
 = ...``, or an attribute set on the object shadowing it, ``net.act = np.sin``, changes), a
 static or class method, a plain class attribute. Attributes come first, the class's last, up
-to ``plain_reads.MAX_READS`` in all.
+to ``plain_reads.MAX_READS`` in all. Lists, dicts and deques are read by key (an
+``OrderedDict``, a ``defaultdict`` too), a tuple holding arrays by its numbers' fields or
+indices (``self.p.k``). An object the snapshots reached by a second place (``layers =
+[shared, shared]``, ``block.parent = model``) had its numbers read through the first: the
+second is checked to hold what the first holds (``AliasRead``).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from . import object_reads, plain_reads, pystate
 from .captures import bound_parts, names_of
 from .code_reads import (
     constant_keys,
+    contained_keys,
     get_keys,
     getattr_names,
     in_class,
@@ -54,7 +59,7 @@ class AttributeRead:
     cls: type | None = None
 
     def now(self, leaves, owner):
-        return pystate.walk(owner if self.leaf < 0 else leaves[self.leaf], self.steps)
+        return _reach(leaves, owner, self.leaf, self.steps)
 
     def holds(self, leaves, owner) -> bool:
         now = self.now(leaves, owner)
@@ -64,6 +69,32 @@ class AttributeRead:
         if self.value is None:
             return f"{self.label} no longer holds None"
         return pystate.read_moved_text(self.label, self.value, self.now(leaves, owner))
+
+
+@dataclass(frozen=True, eq=False)
+class AliasRead:
+    """``steps`` below argument ``leaf`` (-1: the compiled method's object) reached the object
+    that the place ``first`` = (leaf, steps) reached while tracing (``layers = [shared,
+    shared]``, a back reference ``block.parent = model``), whose numbers were read through
+    ``first`` alone: both places still reach one object (``value`` shows the first)."""
+
+    leaf: int
+    steps: tuple
+    label: str
+    first: tuple
+    value: pystate.AliasOf
+    cls = None
+
+    def holds(self, leaves, owner) -> bool:
+        now = _reach(leaves, owner, self.leaf, self.steps)
+        return now is not pystate.ABSENT and now is _reach(leaves, owner, *self.first)
+
+    def failure(self, leaves, owner) -> str:
+        return f"{self.label} no longer holds the object {self.value.first} holds"
+
+
+def _reach(leaves, owner, leaf: int, steps: tuple):
+    return pystate.walk(owner if leaf < 0 else leaves[leaf], steps)
 
 
 def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
@@ -81,6 +112,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
     keys = frozenset().union(*map(constant_keys, codes))
     optional = frozenset().union(*map(getattr_names, codes))   # ``getattr(m, "k", 1.0)``
     missing = frozenset().union(*map(get_keys, codes))   # ``m.cfg.get("wd", 0.0)``
+    present = frozenset().union(*map(contained_keys, codes))   # ``"b" in m.cfg``
     found, late = [], []
     for snap in snaps:
         if snap.leaf in (-1, STATIC):
@@ -91,17 +123,28 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
                 continue
             if pystate.read_again(value):
                 found += _held(snap, leaf, (("attr", name),), value)
-            elif type(value) in (list, dict):
-                found += _item_reads(snap, leaf, name, keys, missing)
+            elif pystate.keyed(value):
+                found += _item_reads(snap, leaf, name, keys, missing, present)
             found += _below(snap, leaf, name, value, read, keys)
+            found += _tuple_items(snap, leaf, name, value, read, keys)
             found += _bound_object(snap, leaf, name, value, codes)
         late += _class_reads(snap, leaf, read, keys, codes, optional)
+        found += _aliases(snap, leaf)
         if items_as_attributes(snap.obj):   # ``cfg.lr`` of an ``AttrDict``
             found += [AttributeRead(leaf, (*snap.steps, ("item", name)),
                                     f"{snap.label}.{name}", value)
                       for name, value in dict.items(snap.obj)
                       if name in read and pystate.read_again(value)]
     return plain_reads.first(found + late, "attributes of the arguments and self")
+
+
+def _aliases(snap, leaf: int) -> list:
+    """The reads of the other places that reached the snapshot's object (``layers = [shared,
+    shared]``, a back reference ``block.parent = model``): the numbers read through the first
+    are those of the others only while they hold one object."""
+    return [AliasRead(-1 if other is None else other, steps, label, (leaf, snap.steps),
+                      pystate.AliasOf(snap.label))
+            for other, steps, label in snap.aliases or () if other not in (-1, STATIC)]
 
 
 def _below(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> list:
@@ -117,6 +160,27 @@ def _below(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> lis
     return [AttributeRead(leaf, (*steps, *pystate.steps_of(name, path)[1:]),
                           f"{label}{pystate.path_text(path)}", item)
             for path, item in keyed_items(value, keys)]
+
+
+def _tuple_items(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> list:
+    """The plain and named items of a tuple that holds arrays too, under the field names
+    (``self.p.k`` of a named tuple, rebound by ``p._replace(k=7.0)``) or constant indices
+    (``self.p[1]``) the code reads."""
+    if not isinstance(value, tuple) or pystate.read_again(value):
+        return []
+    fields = getattr(type(value), "_fields", ())
+    steps, found = (*snap.steps, ("attr", name)), []
+    for k, item in enumerate(value):
+        field = fields[k] if k < len(fields) else None
+        if not pystate.read_again(item):
+            continue
+        if field is not None and field in read:
+            found.append(AttributeRead(leaf, (*steps, ("attr", field)),
+                                       f"{snap.label}.{name}.{field}", item))
+        elif k in keys or k - len(value) in keys:
+            found.append(AttributeRead(leaf, (*steps, ("item", k)),
+                                       f"{snap.label}.{name}[{k}]", item))
+    return found
 
 
 def _bound_object(snap, leaf: int, name: str, value, codes) -> list:
@@ -140,18 +204,26 @@ def _held(snap, leaf: int, steps: tuple, value) -> list:
     return [AttributeRead(leaf, (*snap.steps, *steps), label, value)]
 
 
-def _item_reads(snap, leaf: int, name: str, keys: frozenset, missing: frozenset) -> list:
+def _item_reads(snap, leaf: int, name: str, keys: frozenset, missing: frozenset,
+                present: frozenset = frozenset()) -> list:
     """The reads of the items of the list or dict attribute ``name`` under ``keys``: plain
     ones as they were before the body (one it changed is ``pystate``'s), named ones; and
-    those of a dict under ``missing`` keys it lacks (``self.cfg.get("wd", 0.0)``)."""
+    those of a dict under ``missing`` keys it lacks (``self.cfg.get("wd", 0.0)``, ``"b" in
+    self.cfg``; a subscript too where its class answers a missing key: ``__missing__``), and
+    under ``present`` keys it holds, whatever there (``"b" in self.cfg``)."""
     before, found, held = (snap.plain or {}).get(name, {}), [], snap.attrs[name]
-    for path, item in keyed_items(held, keys):
+    for path, item in keyed_items(held, keys, subclasses=True):
         if path in before or not pystate.is_plain(item):
             found += _held(snap, leaf, pystate.steps_of(name, path), before.get(path, item))
-    if type(held) is dict:
+    if isinstance(held, dict):
+        if hasattr(type(held), "__missing__"):   # a subscript answers a key it lacks too
+            missing = missing | keys
         found += [AttributeRead(leaf, (*snap.steps, *pystate.steps_of(name, (key,))),
                                 f"{snap.label}.{name}[{key!r}]", pystate.ABSENT)
                   for key in sorted(missing - held.keys(), key=repr)]
+        found += [AttributeRead(leaf, (*snap.steps, *pystate.steps_of(name, (key,))),
+                                f"{snap.label}.{name}[{key!r}]", pystate.PRESENT)
+                  for key in sorted((present & held.keys()) - keys, key=repr)]
     return found
 
 

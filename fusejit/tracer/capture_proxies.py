@@ -45,6 +45,7 @@ from .code_reads import constant_keys
 from .context import unwrap
 from .loc import classify
 from .overlay import Copies, proxyable, rebuildable
+from .plain_reads import AliasPlainRead
 from .side_effects import has_traced, watchable
 from .tracer import CapturedTracer, Tracer
 
@@ -87,6 +88,11 @@ class _Swaps:
         self.plain: dict = {}        # id(shared slots) -> (text, step, plain values, where)
         self.names: set = set()      # attribute names the body's code reads (classes, modules)
         self.classes_of: set = set()   # classes of objects whose attributes were swapped
+        self.firsts: dict = {}       # id -> where: a user object reached from a global, cell
+        self.aliases: list = []      # (object, where) of the other paths to one of them
+        self.bound: set = set()      # ids of the objects a compiled partial binds
+        self.read_objects: list = []   # (object, where): user objects below them, named
+        #                                tuples below them and globals (what their code reads)
 
     def proxy(self, array, where):
         """The one proxy of ``array``, reading it through ``where`` = (source, steps,
@@ -124,7 +130,9 @@ class _Swaps:
                 not walked(value, len(where[1])):
             if id(value) in self.walking:   # a back reference: ``self.parent.w`` reads
                 self.back_references.append((value, where))
+                self._note_alias(value, where, again)
             return   # a cycle, or a library's object (a logger's handler), this far down
+        self._note_alias(value, where, again)
         again = again or id(value) in self.seen
         if not self._looks_into(value, again):
             return
@@ -139,6 +147,24 @@ class _Swaps:
             self.in_library -= library
         if not self.walking:
             self._note_back_references()
+
+    def _note_alias(self, value, where: tuple, again: bool) -> None:
+        """Notes the first path from a global, cell or partial to each user object, and
+        each other path to it (not those below an object reached again: the paths through
+        it hold it while it holds them), whose numbers no read checks: ``held_reads`` reads
+        there that both places hold one object."""
+        if again or not (_shared_root(where) or self._bound_root(where)) or not (
+                _slotted(value) or (watchable(value) and _user_class(value))):
+            return
+        if id(value) in self.firsts:
+            self.aliases.append((value, where))
+        elif id(value) not in self.seen:
+            self.firsts[id(value)] = where
+
+    def _bound_root(self, where) -> bool:
+        """Reached from an object the compiled partial binds (``partial(Model.forward, m)``),
+        the same on every call."""
+        return where[0][0] == "object" and id(where[0][1]) in self.bound
 
     def _note_back_references(self) -> None:
         """The arrays an object holds itself, through each back reference to it found more
@@ -200,6 +226,9 @@ class _Swaps:
                 self.shared.append(slots)
                 text = found_path(where[0], where[2], where[1])[2]
                 self.plain[id(slots)] = (text, step, _plain(slots), where)
+            elif self._bound_root(where) and not again and not isinstance(value, type) and \
+                    (isinstance(slots, _Slots) or slots is getattr(value, "__dict__", None)):
+                self.read_objects.append((value, where))
             items = _items(slots)
             if len(items) > MAX_ITEMS:   # data (a tokenizer's merges): three steps, as before
                 depth = min(depth, max(MAX_DEPTH - len(where[1]), 1))
@@ -231,6 +260,8 @@ class _Swaps:
         the body runs. Lists, dicts and objects inside it are swapped in place."""
         if depth == 0:
             return value
+        if type(value) is not tuple and (_shared_root(where) or self._bound_root(where)):
+            self.read_objects.append((value, where))   # ``P.apply`` reading ``self.k``
         items = []
         for key, item in enumerate(value):
             here = _below(where, "item", key)
@@ -332,7 +363,10 @@ class _Swaps:
                 found += object_reads.items(slots.target, where, text, keys, depth=1,
                                             subclasses=True)   # ``self["k"]`` in its method
                 continue
-            if where is None or type(slots) not in (dict, list):
+            if isinstance(slots, _Slots) and where is not None:   # ``@dataclass(slots=True)``
+                objects.append((slots.target, where, text))
+                continue
+            if where is None or type(slots) not in (dict, list, deque):
                 continue   # a module's attributes: ``code_reads``
             if step == "item":
                 found += object_reads.items(slots, where, text, keys, depth=1)
@@ -340,7 +374,20 @@ class _Swaps:
             obj = pystate.walk(pystate.source_root(where[0]), where[1])
             if getattr(obj, "__dict__", None) is slots:
                 objects.append((obj, where, text))
+        objects += [(obj, where, found_path(where[0], where[2], where[1])[2])
+                    for obj, where in self.read_objects]
         return found + object_reads.reads(objects, codes)
+
+    def alias_reads(self) -> list[AliasPlainRead]:
+        """The reads of each other place that reached a user object (``held_reads`` reads
+        its numbers through the first)."""
+        found = []
+        for value, (source, steps, label) in self.aliases:
+            first_source, first_steps, first_label = self.firsts[id(value)]
+            first = found_path(first_source, first_label, first_steps)[2]
+            found.append(AliasPlainRead(source, steps, found_path(source, label, steps)[2],
+                                        (first_source, first_steps), pystate.AliasOf(first)))
+        return found
 
     def _check_state(self, slots) -> None:
         """A plain Python value the body changed in a container reached from a global or
@@ -511,7 +558,9 @@ def _bound(swaps: _Swaps, value, name):
         return swaps.proxy(value, (("object", value), (), f"partial argument {name}"))
     if value is np:   # a static ``xp=np``: the body's own view of numpy
         return creation.view_of(swaps.recorder)
-    swaps.swap(value, (("object", value), (), name))
+    swaps.bound.add(id(value))
+    swaps.swap(value, (("object", value), (), name if isinstance(name, str)
+                       else f"partial argument {name}"))
     return value
 
 

@@ -38,7 +38,9 @@ from .plain_reads import PlainRead, ReadAgain
 log = topic("trace")
 
 MAX_DEPTH = 4         # names in a chain: ``pkg.config.section.SCALE``
+_SELF_NAMES = 13      # in a chain below ``self``: it, then ``captures.OBJECT_DEPTH`` steps
 _LOADS = ("LOAD_ATTR", "LOAD_METHOD")
+_NAMES = ("LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME")
 _STORES = ("STORE_ATTR", "DELETE_ATTR")
 _SUBSCRIPTS = ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR")
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
@@ -138,7 +140,8 @@ def settle(places: Places | None, recorder) -> dict:
         if pystate.changed(read.value, now):
             watch = pystate.Watch(read.label, lambda _root, read=read: read.now(), key)
             recorder.state_changed(watch, read.value, now)
-        elif loaded and (pystate.read_again(read.value) or read.value is pystate.ABSENT) \
+        elif loaded and (pystate.read_again(read.value) or read.value is pystate.ABSENT
+                           or read.value is pystate.PRESENT) \
                 and read.holds():   # ABSENT: ``CFG.get("wd", 0.0)`` found no item
             kept[key] = read
     return kept
@@ -220,15 +223,20 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             walked.append((kind, name, type(obj)))
             obj = mapping.get(name, pystate.ABSENT)
         last = depth == len(steps) - 1
-        if pystate.read_again(obj) or (obj is pystate.ABSENT and stored is not False
-                                       and last):
+        if last and stored == "in" and obj is not pystate.ABSENT:
+            obj = pystate.PRESENT   # ``"q" in FLAGS``: whether it is there
+        answers = depth and hasattr(type(mapping), "__missing__")   # a subscript does too
+        if pystate.read_again(obj) or (obj is pystate.ABSENT and (stored is not False or
+                                                                  answers) and last) \
+                or obj is pystate.PRESENT:
             label = prefix + _label(steps[:depth + 1])
             read = PlainRead(("global", module_globals, steps[0]), obj, label) \
                 if depth == 0 else ChainRead(module_globals, tuple(walked), obj, label)
             key = ("global", id(module_globals), *steps[:depth + 1])
             first, loaded = places.found.get(key, (read, False))
-            places.found[key] = (first, loaded or not (stored and last))   # None: a ``.get``
-        if obj is pystate.ABSENT or pystate.is_plain(obj):
+            places.found[key] = (first, loaded or stored == "in" or not (stored and last))
+            #                                        None: a ``.get``; "in": an ``in`` test
+        if obj is pystate.ABSENT or obj is pystate.PRESENT or pystate.is_plain(obj):
             return
 
 
@@ -334,14 +342,16 @@ def _scan(instructions: list) -> tuple:
     return tuple(sorted(found, key=repr))
 
 
-def _chain(instructions: list, k: int, ends: list | None = None) -> list:
+def _chain(instructions: list, k: int, ends: list | None = None,
+           limit: int = MAX_DEPTH) -> list:
     """The chains from the global ``instructions[k]`` loads: attribute loads and subscripts by
     a constant after it (``config.SCALE``, ``PARAMS["lr"]``), also as an augmented assignment
     reads them (``CNT.n += 1``, ``PARAMS["steps"] += 1``), and a store through them.
-    ``ends`` gets the index of the first instruction past the chain."""
+    ``ends`` gets the index of the first instruction past the chain; ``limit``: names in
+    it at most."""
     steps, found, start = [instructions[k].argval], [], k
     k += 1
-    while k < len(instructions) and len(steps) < MAX_DEPTH:
+    while k < len(instructions) and len(steps) < limit:
         ins = instructions[k]
         if ins.opname in _STORES:
             found.append(((*steps, ("attr", ins.argval)), True))
@@ -373,6 +383,8 @@ def _chain(instructions: list, k: int, ends: list | None = None) -> list:
         if ins.opname == "LOAD_METHOD" or (_METHOD_BIT and ins.arg & 1):
             break
         k += 1
+    if _opname(instructions, k) == "CONTAINS_OP" and _contained_key(instructions, start - 1):
+        found.append(((*steps, ("item", instructions[start - 1].argval)), "in"))   # ``"q" in D``
     found.append((tuple(steps), False))
     if ends is not None:
         ends.append(k + 1 if k < len(instructions) and instructions[k].opname in _LOADS else k)
@@ -392,7 +404,9 @@ def self_reads(code) -> tuple:
     for k, ins in enumerate(instructions):
         if ins.opname == "LOAD_FAST" and ins.argval == own and own is not None:
             ends: list = []
-            for steps, _stored in _chain(instructions, k, ends):
+            for steps, stored in _chain(instructions, k, ends, _SELF_NAMES):
+                if stored == "in":   # ``"bias" in self.params``: whether it is there
+                    steps = (*steps[:-1], ("contains", steps[-1][1]))
                 paths.add(tuple(steps[1:]))
             taken.update(range(k, ends[0]))   # the loads the chain went through
     loose = {ins.argval for k, ins in enumerate(instructions)
@@ -447,6 +461,18 @@ def _get_key(instructions: list, k: int) -> bool:
             and _call_after(instructions, k + 1, 1))
 
 
+def _contained_key(instructions: list, k: int) -> bool:
+    """``instructions[k]`` loads a constant key that an ``in`` test looks for in a name or
+    an attribute chain below one (``"bias" in self.params``, ``"q" in D``)."""
+    if _opname(instructions, k) != "LOAD_CONST" or not _key(instructions[k].argval) or \
+            _opname(instructions, k + 1) not in _NAMES:
+        return False
+    j = k + 2
+    while _opname(instructions, j) == "LOAD_ATTR":
+        j += 1
+    return _opname(instructions, j) == "CONTAINS_OP"
+
+
 def _getattr_name(instructions: list, start: int, k: int) -> str | None:
     """The constant name where the chain loaded from ``start`` is the object of a
     ``getattr(obj, "name"[, default])`` call and ``instructions[k]`` loads that name."""
@@ -463,12 +489,26 @@ def _getattr_name(instructions: list, start: int, k: int) -> str | None:
 @per_code()
 def get_keys(code) -> frozenset:
     """The constant keys the code (and the code nested in it) gives a ``.get`` call
-    (``self.cfg.get("wd", 0.0)``): an item read where it is missing too."""
+    (``self.cfg.get("wd", 0.0)``) or looks for with ``in`` (``"bias" in self.params``): an
+    item read where it is missing too."""
     instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
-    keys = {ins.argval for k, ins in enumerate(instructions) if _get_key(instructions, k)}
+    keys = {ins.argval for k, ins in enumerate(instructions)
+            if _get_key(instructions, k) or _contained_key(instructions, k)}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             keys |= get_keys(const)
+    return frozenset(keys)
+
+
+@per_code()
+def contained_keys(code) -> frozenset:
+    """The constant keys the code (and the code nested in it) looks for with ``in`` (``"bias"
+    in self.params``): whether each is there is read again, not what it holds."""
+    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    keys = {ins.argval for k, ins in enumerate(instructions) if _contained_key(instructions, k)}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            keys |= contained_keys(const)
     return frozenset(keys)
 
 

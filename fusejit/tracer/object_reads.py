@@ -4,7 +4,8 @@ reading ``self.slope``, ``cfg = CONFIG; cfg.eps``.
 
 Code that runs as it is reads them through local names, which ``code_reads`` (chains from
 globals) does not follow. So for each object ``capture_proxies`` walked from a global, cell
-or default (three steps down), the places read again before each replay are:
+or default, or from an object a compiled partial binds (``captures.OBJECT_DEPTH`` steps
+down), the places read again before each replay are:
 
 - the paths the methods of its class that the trace ran read below ``self``
   (``code_reads.self_reads``: ``self.t``, ``self.layers[3].s``, ``self.cfg["eps"]``, a class
@@ -13,7 +14,9 @@ or default (three steps down), the places read again before each replay are:
 - its attributes under the names any code the trace ran loads otherwise (``layer.s`` of a
   loop variable), and the ``__call__`` its class runs (``x = layer(x)``: a layer swapped for
   one of another class);
-- the items of its lists and dicts under the keys the code subscripts by a constant.
+- the items of its lists and dicts under the keys the code subscripts by a constant;
+- the paths a function that is no method reads below its first parameter (``apply(MODEL,
+  x)``), on every object.
 
 Each is walked from the global, cell or default again (``plain_reads.PlainRead``), so a
 global rebound to another object is seen too. One the body changed itself is
@@ -22,13 +25,19 @@ global rebound to another object is seen too. One the body changed itself is
 from __future__ import annotations
 
 import types
+from collections import deque
+
+import numpy as np
 
 from . import pystate
-from .captures import names_of
+from .captures import names_of, slot_names
 from .code_reads import get_keys, getattr_names, in_class, self_reads, users_class
+from .loc import in_stdlib
 
 _METHODS = (types.FunctionType, staticmethod, classmethod)
 _WRAPS = 4   # decorators looked through (``__wrapped__``) to the code a method runs
+_ARRAY_NAMES = frozenset(dir(np.ndarray))
+_TUPLE_LOOKUP = tuple.__getattribute__   # a named tuple's: as ``object``'s
 
 
 def reads(objects, codes) -> list[tuple]:
@@ -38,7 +47,7 @@ def reads(objects, codes) -> list[tuple]:
     optional = frozenset({("attr", name) for code in codes for name in getattr_names(code)}
                          | {("item", key) for code in codes for key in get_keys(code)})
     loose = {(("attr", name),) for name in loose | {"__call__"}
-             if not name.startswith("__") or name == "__call__"}
+             if not name.startswith("__") or name == "__call__"} | _free_paths(codes)
     found: list = []
     by_class: dict = {}   # a class -> the paths read below its objects, in order
     for obj, where, text in objects:
@@ -49,8 +58,8 @@ def reads(objects, codes) -> list[tuple]:
                 found += [read for path in paths for read in _along(obj, path, where, text)]
             continue
         cls = type(obj)
-        if cls is not types.SimpleNamespace and \
-                type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__:
+        if cls is not types.SimpleNamespace and type.__getattribute__(
+                cls, "__getattribute__") not in (object.__getattribute__, _TUPLE_LOOKUP):
             continue   # its own attribute lookup
         if cls not in by_class:   # (path, whether ``self.`` code of its methods reads it)
             own = _self_paths(cls, codes)
@@ -58,6 +67,19 @@ def reads(objects, codes) -> list[tuple]:
         for path, own in by_class[cls] + [(path, True) for path in _own_method_paths(obj, codes)]:
             found += _along(obj, path, where, text, optional, own)
     return found
+
+
+def _free_paths(codes) -> set:
+    """The paths a function that is no method (its first parameter not named ``self`` or
+    ``cls``: a helper, a static method) reads below its first argument (``def apply(model,
+    x): return x * model.blocks[0].scale``, called as ``apply(MODEL, x)``): which object it is
+    given is not known, so any of them; not one that starts as an array's attribute does
+    (``x.size``, ``x.T``: a helper given an array, which a count kept under that name would
+    fail on every call). Not Python's own library's functions (``dis``, ``weakref``)."""
+    return {path for code in codes
+            if not (code.co_argcount and code.co_varnames[0] in ("self", "cls"))
+            and not in_stdlib(code.co_filename) and not code.co_filename.startswith("<frozen")
+            for path in self_reads(code)[0] if path[0][1] not in _ARRAY_NAMES}
 
 
 def _own_method_paths(obj, codes) -> list:
@@ -93,16 +115,19 @@ def keyed_items(container, keys: frozenset, depth: int = pystate.NESTED,
     down."""
     if type(container) is dict or (subclasses and isinstance(
             container, (dict, types.MappingProxyType))):
-        pairs = container.items()
-    elif type(container) is list or (subclasses and isinstance(container, list)):
-        pairs = enumerate(container)
+        pairs, sequence = container.items(), False
+    elif type(container) in (list, deque) or (subclasses and isinstance(container, list)):
+        pairs, sequence = enumerate(container), True
     else:
         return
     for key, value in list(pairs):
-        if not (key in keys or (isinstance(container, list) and key - len(container) in keys)):
+        if not (key in keys or (sequence and key - len(container) in keys)):
             continue
         if pystate.read_again(value):
             yield (key,), value
+        elif isinstance(value, tuple):   # a named tuple of an array and numbers: all of them
+            yield from (((key, k), item) for k, item in enumerate(value)
+                        if pystate.read_again(item))
         elif depth > 1:
             yield from (((key, *path), item) for path, item in keyed_items(value, keys,
                                                                           depth - 1))
@@ -186,19 +211,26 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
     a name any code loads: ``__getattr__`` may store what it is asked for)."""
     steps, found = [], []
     for j, (kind, key) in enumerate(path):
-        step, value, cls = _step(obj, kind, key, serve)
-        missing = j == len(path) - 1 and (kind, key) in optional
+        if kind == "contains":   # ``"bias" in self.params``: whether it is there
+            step, value, cls = _step(obj, "item", key, serve)
+            value = value if value is pystate.ABSENT else pystate.PRESENT
+            missing = step is not None
+        else:
+            step, value, cls = _step(obj, kind, key, serve)
+            missing = j == len(path) - 1 and (kind, key) in optional
         if step is None and missing and kind == "attr":
             step, value = missing_step(obj, key, serve), pystate.ABSENT
         if step is None:
             break
         steps.append(step)
-        if pystate.read_again(value) or (value is pystate.ABSENT and missing):
+        if pystate.read_again(value) or (value is pystate.ABSENT and missing) or \
+                value is pystate.PRESENT:
             label = text + "".join(f".{k}" if s != "item" else f"[{k!r}]" for s, k in steps)
             found.append((where[0], value, label, (*where[1], *steps), cls))
             if not isinstance(value, type):   # a class: its attributes below it too
                 break
-        if value is pystate.ABSENT or pystate.is_plain(value) or cls is not None:
+        if value is pystate.ABSENT or value is pystate.PRESENT or pystate.is_plain(value) \
+                or cls is not None:
             break
         obj = value
     return found
@@ -229,9 +261,13 @@ def _step(obj, kind: str, key, serve: bool = True) -> tuple:
     if type(obj) in pystate.PROXIES:   # a weak proxy reads its object's, which may be gone
         return None, None, None
     if kind == "item":
-        if type(obj) in (list, dict):
+        if pystate.keyed(obj) or (isinstance(obj, tuple) and type(key) is int):
             return ("item", key), pystate.get_path(obj, (key,)), None
         return None, None, None
+    if isinstance(obj, tuple):   # a named tuple's field (``self.p.k``)
+        if key not in getattr(type(obj), "_fields", ()):
+            return None, None, None
+        return ("attr", key), getattr(obj, key), None
     if isinstance(obj, type):   # ``self.cfg = Cfg``, then ``self.cfg.eps``
         value = class_value(obj, key)
         return (None, None, None) if value is pystate.ABSENT else (("attr", key), value, None)
@@ -244,6 +280,9 @@ def _step(obj, kind: str, key, serve: bool = True) -> tuple:
         return ("method", key), pystate.method_of(obj, key), type(obj)
     if held is not pystate.ABSENT and not hasattr(type(held), "__get__"):
         return ("attr", key), held, None   # a class attribute: ``self.K``, ``self.cfg[...]``
+    if type(held) is types.MemberDescriptorType and key in slot_names(type(obj)):
+        value = pystate.get_attribute(obj, key)   # a slot: ``@dataclass(slots=True)``
+        return (None, None, None) if value is pystate.ABSENT else (("attr", key), value, None)
     if held is pystate.ABSENT and serve:
         value = served(obj, key)
         if value is not pystate.ABSENT:

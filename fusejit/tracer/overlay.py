@@ -269,6 +269,8 @@ for default argument arrays."""
             self.plain_reads.setdefault(key, read)
         for place in self._read_through_objects(recorder, fn):
             plain_reads.record(self.plain_reads, *place)
+        for read in self.swaps.alias_reads():
+            plain_reads.record_alias(self.plain_reads, read)
         recorder.plain_reads = plain_reads.kept(self.plain_reads)
 
     def _read_through_objects(self, recorder, fn) -> list[tuple]:

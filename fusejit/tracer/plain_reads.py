@@ -60,6 +60,36 @@ class PlainRead(ReadAgain):
         return pystate.walk(pystate.source_root(self.source), self.path)
 
 
+@dataclass(frozen=True, eq=False)
+class AliasPlainRead(ReadAgain):
+    """``path`` below ``source`` reached the object that the place ``first`` = (source,
+    path) reached while tracing (``MODEL.layers = [shared, shared]``), whose numbers were read
+    through ``first`` alone: both places still reach one object (``value`` shows the first)."""
+
+    source: tuple
+    path: tuple
+    label: str
+    first: tuple
+    value: pystate.AliasOf
+    cls = None
+
+    def now(self):
+        return pystate.walk(pystate.source_root(self.source), self.path)
+
+    def holds(self) -> bool:
+        now = self.now()
+        return now is not pystate.ABSENT and \
+            now is pystate.walk(pystate.source_root(self.first[0]), self.first[1])
+
+    def failure(self) -> str:
+        return f"{self.label} no longer holds the object {self.value.first} holds"
+
+
+def record_alias(reads: dict, read: AliasPlainRead) -> None:
+    source = read.source
+    reads.setdefault(("alias", source[0], id(source[1]), *source[2:], *read.path), read)
+
+
 def record(reads: dict, source: tuple, value, label: str, path: tuple = (),
            cls: type | None = None) -> None:
     """Note a read of a plain or named ``value`` at ``source`` (then ``path``), once per

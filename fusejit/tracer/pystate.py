@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import enum
 import functools
+import inspect
 import logging
 import re
 import types
 import weakref
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +28,7 @@ STATE_CHANGED = ("Python state that replay would not update: {} {} in the body (
                  "compiles when kept in a NumPy array updated in place, such as a 0-d np.int64 "
                  "step count)")
 ABSENT = object()   # a name or item that is not there (before the body made it, or removed)
+PRESENT = object()  # what a read holds where the code asked only whether a key is there (``in``)
 NESTED = 3          # levels of lists and dicts looked into below an attribute
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), enum.Enum)
 # what a read holds by identity (``ACT = np.tanh``, a helper, a class) or by value (a dtype,
@@ -129,6 +132,19 @@ def buffer_changed(old, new) -> bool:
     return type(old) is np.ndarray and is_plain(new)
 
 
+class AliasOf:
+    """What an alias read (``attribute_reads.AliasRead``, ``plain_reads.AliasPlainRead``)
+    shows as its value: the first place that reached the object its place reaches too."""
+
+    __slots__ = ("first",)
+
+    def __init__(self, first: str):
+        self.first = first
+
+    def __repr__(self) -> str:
+        return f"{self.first} (the same object)"
+
+
 def same(expected, current, depth: int = NESTED) -> bool:
     """A watched value as the compiling trace left it (an array: any array, read anew; a
     list, tuple or dict: one of the same keys and kind of items, which a replay rebinds, as
@@ -144,8 +160,12 @@ def same(expected, current, depth: int = NESTED) -> bool:
             return list(expected) == list(current) and all(
                 same(expected[k], current[k], depth - 1) for k in expected)
         return all(same(a, b, depth - 1) for a, b in zip(expected, current, strict=True))
+    if current is expected:   # an object (``self.helper``), held by identity
+        return True
+    if expected is PRESENT:   # ``"bias" in self.params``: whatever it holds
+        return current is not ABSENT
     if expected is ABSENT or current is ABSENT:
-        return expected is current
+        return False
     if is_plain(current):
         return equal(expected, current)
     return is_named(expected) and _same_named(expected, current)
@@ -154,6 +174,8 @@ def same(expected, current, depth: int = NESTED) -> bool:
 def shown(value) -> str:
     if value is ABSENT:   # an attribute ``getattr(obj, "k", 1.0)`` found missing
         return "(nothing)"
+    if value is PRESENT:
+        return "(there)"
     if type(value) is np.ndarray:
         return f"an array {value.dtype}{list(value.shape)}"
     try:
@@ -183,14 +205,14 @@ def change_text(old, new) -> str:
 
 
 def plain_values(container, depth: int = NESTED) -> dict:
-    """Path (a tuple of keys) -> plain value, in a list or dict and the lists and dicts it
-    holds, ``depth`` levels down."""
+    """Path (a tuple of keys) -> plain value, in a list or dict and the lists, dicts and
+    tuples it holds (a named tuple of an array and a number), ``depth`` levels down."""
     found = {}
     pairs = container.items() if isinstance(container, dict) else enumerate(container)
     for key, value in list(pairs):
         if is_plain(value):
             found[(key,)] = value
-        elif depth > 1 and type(value) in (list, dict):
+        elif depth > 1 and (type(value) in (list, dict) or isinstance(value, tuple)):
             found.update({(key, *path): v for path, v in plain_values(value, depth - 1).items()})
     return found
 
@@ -246,11 +268,25 @@ def get_attribute(obj, name: str):
 
 def get_path(container, path: tuple):
     for key in path:
+        if isinstance(container, dict) and type(container) is not dict and \
+                not dict.__contains__(container, key):
+            return ABSENT   # not ``defaultdict``'s ``__missing__``, which would add it
         try:
             container = container[key]
         except (LookupError, TypeError):
             return ABSENT
     return container
+
+
+def keyed(value) -> bool:
+    """A list, dict or deque, or a subclass of list or dict whose items C code reads and sets
+    (``OrderedDict``, ``defaultdict``): one whose items a read walks to by key."""
+    if type(value) in (list, dict, deque):
+        return True
+    return isinstance(value, (list, dict)) and all(
+        isinstance(inspect.getattr_static(type(value), name),
+                   (types.WrapperDescriptorType, types.MethodDescriptorType))
+        for name in ("__getitem__", "__setitem__", "__contains__"))
 
 
 def walk(target, steps: tuple):

@@ -47,6 +47,7 @@ from .captures import (
 from .context import unwrap
 from .loc import classify
 from .pytree import TreeDef, flatten, is_traced_leaf
+from .random_draws import is_generator
 
 _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
 STATIC = "static"   # ``Snapshot.leaf`` of an object bound by a partial (static_argnames)
@@ -79,6 +80,7 @@ class Snapshot:
     label: str
     plain: dict = None        # attribute name -> its list's or dict's plain values (pystate)
     root: str | None = None   # the argument's name (pystate.Watch.root)
+    aliases: list = None      # (leaf, steps, label) of the other paths that reach ``obj``
 
 
 def watchable(obj) -> bool:
@@ -98,7 +100,7 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
         roots += [(STATIC, value, f"partial argument {i}") for i, value in enumerate(fn.args)
                   if _object(value)]
     snaps: list[Snapshot] = []
-    seen: set[int] = set()
+    seen: dict[int, Snapshot] = {}
     for index, obj, label in roots:
         first = len(snaps)
         _walk(obj, index, (), label, _WATCH_DEPTH, snaps, seen)
@@ -114,12 +116,18 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
 
 def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
     """Snapshot ``obj`` and the user objects it holds (directly or in list, tuple and dict
-    attributes, nested too: ``self.stages["enc"][0]``), ``depth`` steps down."""
-    if id(obj) in seen or len(snaps) >= _MAX_OBJECTS or not walked(obj, len(steps)):
+    attributes, nested too: ``self.stages["enc"][0]``), ``depth`` steps down; another path to
+    one snapshotted is noted as its alias."""
+    first = seen.get(id(obj))
+    if first is not None:
+        first.aliases = first.aliases or []
+        first.aliases.append((leaf, steps, label))
         return
-    seen.add(id(obj))
+    if len(snaps) >= _MAX_OBJECTS or not walked(obj, len(steps)):
+        return
     attrs = _attributes(obj)
     snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label, _plain_items(attrs)))
+    seen[id(obj)] = snaps[-1]
     for name, value in attrs.items():
         for here, text, item in _held_objects(value, (*steps, ("attr", name)),
                                               f"{label}.{name}", depth):
@@ -167,12 +175,14 @@ def _attributes(obj) -> dict:
 
 
 def _lists(attrs: dict) -> dict:
-    return {k: _items(v) for k, v in attrs.items() if type(v) in (list, dict)}
+    """The items of each list, dict or deque attribute (``pystate.keyed``: ``OrderedDict``)."""
+    return {k: _items(v) for k, v in attrs.items() if pystate.keyed(v)}
 
 
 def _plain_items(attrs: dict) -> dict:
-    """The plain Python values (numbers, strings) in each list or dict attribute."""
-    return {k: pystate.plain_values(v) for k, v in attrs.items() if type(v) in (list, dict)}
+    """The plain Python values (numbers, strings) in each list, dict or deque attribute (a
+    subclass too: ``OrderedDict``)."""
+    return {k: pystate.plain_values(v) for k, v in attrs.items() if pystate.keyed(v)}
 
 
 def _check_plain_items(recorder, snap, name: str, container) -> None:
@@ -227,13 +237,13 @@ def detect(recorder, snaps) -> list[AttrWrite]:
     """AttrWrites for replayable rebindings, whose ``outputs`` still hold the proxies (the
     caller turns them into graph output indices); sets the recorder's fallback for the rest."""
     writes = []
-    known = _known_arrays(recorder, snaps)
+    known, held = _known_arrays(recorder, snaps), _held_before(snaps)
     for snap in snaps:
         current = _attributes(snap.obj)
         if any(name not in current for name in snap.attrs) and snap.leaf != -1:
             _lose(recorder, f"an attribute of {snap.label} deleted")
         for name, value in current.items():
-            write = _check_attr(recorder, snap, name, value, known)
+            write = _check_attr(recorder, snap, name, value, known, held)
             if write is not None:
                 writes.append(write)
     return writes
@@ -244,16 +254,32 @@ def _known_arrays(recorder, snaps) -> set[int]:
     known = set(recorder.raw)
     for snap in snaps:
         for value in snap.attrs.values():
-            items = value.values() if type(value) is dict else \
-                value if type(value) in (list, tuple) else (value,)
+            items = value.values() if isinstance(value, dict) else \
+                value if pystate.keyed(value) or type(value) is tuple else (value,)
             known.update(id(x) for x in items if type(x) is np.ndarray)
     return known
 
 
-def _check_attr(recorder, snap, name, value, known=frozenset()):
+def _held_before(snaps) -> set[int]:
+    """ids of the objects the snapshots held before the body (themselves, their attributes,
+    the items of their lists and dicts), but plain values and arrays."""
+    held = {id(snap.obj) for snap in snaps}
+    for snap in snaps:
+        for value in snap.attrs.values():
+            items = _values(value) if pystate.keyed(value) else (value,)
+            held.update(id(x) for x in items
+                        if type(x) is not np.ndarray and not pystate.is_plain(x))
+    return held
+
+
+def _check_attr(recorder, snap, name, value, known=frozenset(), held=frozenset()):
     label = f"{snap.label}.{name}"
     old = snap.attrs.get(name, _MISSING)
     if old is value:
+        if name in snap.lists and _traced_in_other_kinds(value):   # a deque, ``OrderedDict``
+            _unwrap_in_place(value)
+            _lose(recorder, f"traced values stored into {label} (a deque or a dict subclass)")
+            return None
         if name in snap.lists and _items(value) != snap.lists[name] and has_traced(value):
             write = _item_write(recorder, snap, name, value)
             _check_plain_items(recorder, snap, name, value)
@@ -269,7 +295,8 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
     before = pystate.ABSENT if old is _MISSING else old
     if not has_traced(value) and not any(id(x) in known for x in leaves):
         # ``self.t += 1``; a buffer made once: ``if self.buf is None: self.buf = np.zeros(n)``
-        if pystate.changed(before, value) or pystate.buffer_changed(before, value):
+        if pystate.changed(before, value) or pystate.buffer_changed(before, value) or \
+                _rebound(before, value, held):
             recorder.state_changed(_watch(snap, name), before, value)
         return None
     _store(snap.obj, name, unwrap(value, recorder.originals))
@@ -286,6 +313,44 @@ def _check_attr(recorder, snap, name, value, known=frozenset()):
     scalars = tuple(isinstance(x.value, np.generic) for x in leaves)
     old_tree = flatten(old)[1] if type(old) in (list, tuple, dict) else None
     return AttrWrite(snap.leaf, name, treedef, tuple(leaves), scalars, snap.steps, old_tree)
+
+
+def _values(container) -> list:
+    return list(container.values() if isinstance(container, dict) else container)
+
+
+def _nested(container, depth: int = pystate.NESTED, seen=None) -> list:
+    """The list, dict or deque (``pystate.keyed``) and those inside it, ``depth`` levels."""
+    seen = set() if seen is None else seen
+    seen.add(id(container))
+    found = [container]
+    for item in _values(container):
+        if depth > 1 and pystate.keyed(item) and id(item) not in seen:
+            found += _nested(item, depth - 1, seen)
+    return found
+
+
+def _traced_in_other_kinds(container) -> bool:
+    """A traced value stored into a container of another kind than ``list`` and ``dict``
+    (``self.bufs["a"].append(x)`` into a deque), which ``AttrWrite`` does not store again."""
+    inside = _nested(container)
+    return any(type(c) not in (list, dict) for c in inside) and any(
+        has_traced(item) for c in inside for item in _values(c) if not pystate.keyed(item))
+
+
+def _rebound(before, value, held) -> bool:
+    """An attribute bound to an object (a function, a class) that the caller's objects held
+    before the body (``self.cur, self.nxt = self.nxt, self.cur``), to one where it held none
+    or a plain value (``if self.helper is None: self.helper = Helper()``), or from one to a
+    plain value: a replay would not bind it again, so it is state, as a number the body
+    changes. A fresh object bound over another (``self.info = Info(3)`` on every call) stays
+    as the trace left it; arrays, numbers (above) and generators (``random_draws``) aside."""
+    if type(value) is np.ndarray or type(before) is np.ndarray or is_generator(value) or \
+            (pystate.is_plain(before) and pystate.is_plain(value)):
+        return False
+    if before is pystate.ABSENT or pystate.is_plain(before) or pystate.is_plain(value):
+        return True
+    return id(value) in held and not pystate.same(before, value)
 
 
 def _item_write(recorder, snap, name: str, container) -> AttrWrite | None:
@@ -412,7 +477,7 @@ def _items(container, path=(), seen=None) -> list:
     itself ends): a container changed when they differ."""
     seen = set() if seen is None else seen
     seen.add(id(container))
-    pairs = container.items() if type(container) is dict else enumerate(container)
+    pairs = container.items() if isinstance(container, dict) else enumerate(container)
     found = []
     for key, item in list(pairs):
         found.append((path + (key,), id(item)))
@@ -427,9 +492,9 @@ def _unwrap_in_place(container, seen=None) -> None:
     lists and dicts inside it: the caller's objects never keep a proxy."""
     seen = set() if seen is None else seen
     seen.add(id(container))
-    for key, item in list(container.items() if type(container) is dict
+    for key, item in list(container.items() if isinstance(container, dict)
                           else enumerate(container)):
-        if type(item) in (list, dict):
+        if pystate.keyed(item):
             if id(item) not in seen:
                 _unwrap_in_place(item, seen)
         else:
