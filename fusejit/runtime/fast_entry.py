@@ -148,6 +148,8 @@ def _inline_walk(k: int, path: tuple, here: str, steps: tuple, cls, names: dict,
             continue
         if kind == "attr":
             step = f"getattr({here}, '__dict__', no_dict).get({key!r}, absent)"
+        elif kind == "item" and type(key) not in _LITERAL_KEYS:   # ``nan``: no literal
+            return "absent"
         elif kind == "item":
             step = f"{here}.get({key!r}, absent) if type({here}) is dict else " + (
                 f"{here}[{key!r}] if type({here}) is list and -len({here}) <= {key!r} < "
@@ -163,6 +165,7 @@ def _inline_walk(k: int, path: tuple, here: str, steps: tuple, cls, names: dict,
     return here
 
 
+_LITERAL_KEYS = (str, int, bool, bytes, type(None))   # keys whose repr reads back as them
 _STEP = {"module": "o.__dict__.get({name!r}, absent) if type(o) is module_type else absent",
          "object": "o.__dict__.get({name!r}, absent) if type(o) is {cls} else absent",
          "item": "o.get({name!r}, absent) if type(o) is dict else absent",

@@ -46,7 +46,7 @@ from .context import unwrap
 from .loc import classify
 from .overlay import Copies, proxyable, rebuildable
 from .plain_reads import AliasPlainRead
-from .side_effects import has_traced, watchable
+from .side_effects import has_traced, rebound, watchable
 from .tracer import CapturedTracer, Tracer
 
 _BUILTIN_METHODS = (types.BuiltinMethodType, types.MethodWrapperType)
@@ -90,6 +90,7 @@ class _Swaps:
         self.classes_of: set = set()   # classes of objects whose attributes were swapped
         self.firsts: dict = {}       # id -> where: a user object reached from a global, cell
         self.aliases: list = []      # (object, where) of the other paths to one of them
+        self.held_before: dict = {}   # id(shared object slots) -> {name: value} before
         self.bound: set = set()      # ids of the objects a compiled partial binds
         self.read_objects: list = []   # (object, where): user objects below them, named
         #                                tuples below them and globals (what their code reads)
@@ -226,6 +227,8 @@ class _Swaps:
                 self.shared.append(slots)
                 text = found_path(where[0], where[2], where[1])[2]
                 self.plain[id(slots)] = (text, step, _plain(slots), where)
+                if step == "attr":   # an object's: what each attribute held (``rebound``)
+                    self.held_before[id(slots)] = dict(_items(slots))
             elif self._bound_root(where) and not again and not isinstance(value, type) and \
                     (isinstance(slots, _Slots) or slots is getattr(value, "__dict__", None)):
                 self.read_objects.append((value, where))
@@ -395,12 +398,29 @@ class _Swaps:
         text, step, before, where = self.plain.get(id(slots), ("", "", None, None))
         if before is None:
             return
-        found = pystate.first_change(before, _plain(slots), _container(slots))
+        found = pystate.first_change(before, _plain(slots), _container(slots)) or \
+            self._rebound(slots)
         if found is not None:
             (key,), old, new = found
             label = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
             watch = pystate.in_source(label, where[0], (*where[1], (step, key)))
             self.recorder.state_changed(watch, old, new)
+
+    def _rebound(self, slots):
+        """((name,), old, new) of an attribute the body bound to another object
+        (``side_effects.rebound``: ``self.cur, self.nxt = self.nxt, self.cur``), else None."""
+        before = self.held_before.get(id(slots))
+        for key, new in _items(slots) if before is not None else ():
+            old = before.get(key, pystate.ABSENT)
+            if old is not new and rebound(old, new, lambda: self._held_ids):
+                return (key,), old, new
+        return None
+
+    @functools.cached_property
+    def _held_ids(self) -> set:
+        """ids of the objects looked into, and of those the objects' attributes held."""
+        return self.seen | {id(value) for held in self.held_before.values()
+                            for value in held.values()}
 
 
 def _plain(slots) -> dict:

@@ -232,7 +232,8 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             label = prefix + _label(steps[:depth + 1])
             read = PlainRead(("global", module_globals, steps[0]), obj, label) \
                 if depth == 0 else ChainRead(module_globals, tuple(walked), obj, label)
-            key = ("global", id(module_globals), *steps[:depth + 1])
+            key = ("global", id(module_globals), *steps[:depth + 1],
+                   *(("in",) if obj is pystate.PRESENT else ()))   # beside a value's read
             first, loaded = places.found.get(key, (read, False))
             places.found[key] = (first, loaded or stored == "in" or not (stored and last))
             #                                        None: a ``.get``; "in": an ``in`` test

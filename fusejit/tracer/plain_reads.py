@@ -94,9 +94,10 @@ def record(reads: dict, source: tuple, value, label: str, path: tuple = (),
            cls: type | None = None) -> None:
     """Note a read of a plain or named ``value`` at ``source`` (then ``path``), once per
     place."""
-    if pystate.read_again(value) or value is pystate.ABSENT:   # keyed as ``code_reads``
-        #                                                          keys the chains it reads
+    if pystate.read_again(value) or value is pystate.ABSENT or value is pystate.PRESENT:
+        # keyed as ``code_reads`` keys the chains it reads; an ``in`` test's apart
         place = tuple(("attr", key) if step == "method" else (step, key) for step, key in path)
+        place += ("in",) if value is pystate.PRESENT else ()
         reads.setdefault((source[0], id(source[1]), *source[2:], *place),
                          PlainRead(source, value, label, path, cls))
 

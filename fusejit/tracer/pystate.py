@@ -37,6 +37,7 @@ _BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                 functools.partial, np.ufunc, type, staticmethod, classmethod)
 _BY_VALUE = (np.dtype, slice, range)
 PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
+_MUTABLE = (list, dict, set, deque, bytearray)   # containers compared by what they hold
 
 
 # Attributes that a class of Python's library fills as a cache of its own: the body does not
@@ -160,8 +161,8 @@ def same(expected, current, depth: int = NESTED) -> bool:
             return list(expected) == list(current) and all(
                 same(expected[k], current[k], depth - 1) for k in expected)
         return all(same(a, b, depth - 1) for a, b in zip(expected, current, strict=True))
-    if current is expected:   # an object (``self.helper``), held by identity
-        return True
+    if current is expected and not isinstance(expected, _MUTABLE):   # an object, by identity
+        return True   # (``self.helper``); a set or deque may have changed inside
     if expected is PRESENT:   # ``"bias" in self.params``: whatever it holds
         return current is not ABSENT
     if expected is ABSENT or current is ABSENT:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import sys
 import types
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from .pytree import TreeDef, flatten, is_traced_leaf
 from .random_draws import is_generator
 
 _OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)
+_ATOMS = (tuple, str, bytes, int, float, complex, bool, type(None), np.ndarray)
 STATIC = "static"   # ``Snapshot.leaf`` of an object bound by a partial (static_argnames)
 _MAX_OBJECTS = 256   # objects snapshotted per trace (a model's layers, not a whole library)
 _WATCH_DEPTH = 2 * OBJECT_DEPTH   # steps below a root whose objects are snapshotted
@@ -81,6 +83,7 @@ class Snapshot:
     plain: dict = None        # attribute name -> its list's or dict's plain values (pystate)
     root: str | None = None   # the argument's name (pystate.Watch.root)
     aliases: list = None      # (leaf, steps, label) of the other paths that reach ``obj``
+    copies: dict = None       # attribute name -> (keys, items) of a list or dict holding none
 
 
 def watchable(obj) -> bool:
@@ -126,7 +129,8 @@ def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
     if len(snaps) >= _MAX_OBJECTS or not walked(obj, len(steps)):
         return
     attrs = _attributes(obj)
-    snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label, _plain_items(attrs)))
+    snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label, _plain_items(attrs),
+                          copies=_copies(attrs)))
     seen[id(obj)] = snaps[-1]
     for name, value in attrs.items():
         for here, text, item in _held_objects(value, (*steps, ("attr", name)),
@@ -150,6 +154,8 @@ def _held_objects(value, steps: tuple, label: str, depth: int, nested: bool = Tr
 
 
 def _object(value) -> bool:
+    if type(value) in _ATOMS:   # the items of a tokenizer's merges: quickly
+        return False
     from .scalars import TracedFloat
     from .tracer import Tracer
     if isinstance(value, (Tracer, TracedFloat)):
@@ -177,6 +183,28 @@ def _attributes(obj) -> dict:
 def _lists(attrs: dict) -> dict:
     """The items of each list, dict or deque attribute (``pystate.keyed``: ``OrderedDict``)."""
     return {k: _items(v) for k, v in attrs.items() if pystate.keyed(v)}
+
+
+def _copies(attrs: dict) -> dict:
+    """(keys, items) of each list, dict or deque attribute that holds no list, dict or deque
+    (a tokenizer's merges): where the same items are there after the body, it changed
+    nothing there (``_untouched``), found without comparing them one by one in Python."""
+    found = {}
+    for name, value in attrs.items():
+        if pystate.keyed(value):
+            items = _values(value)
+            if not any(map(pystate.keyed, items)):
+                found[name] = (list(value) if isinstance(value, dict) else None, items)
+    return found
+
+
+def _untouched(snap, name: str, container) -> bool:
+    keys, items = (snap.copies or {}).get(name, (None, None))
+    if items is None:
+        return False
+    now = _values(container)
+    return len(now) == len(items) and all(map(operator.is_, now, items)) and \
+        (keys is None or list(container) == keys)
 
 
 def _plain_items(attrs: dict) -> dict:
@@ -237,7 +265,7 @@ def detect(recorder, snaps) -> list[AttrWrite]:
     """AttrWrites for replayable rebindings, whose ``outputs`` still hold the proxies (the
     caller turns them into graph output indices); sets the recorder's fallback for the rest."""
     writes = []
-    known, held = _known_arrays(recorder, snaps), _held_before(snaps)
+    known, held = _known_arrays(recorder, snaps), functools.cache(lambda: _held_before(snaps))
     for snap in snaps:
         current = _attributes(snap.obj)
         if any(name not in current for name in snap.attrs) and snap.leaf != -1:
@@ -266,16 +294,18 @@ def _held_before(snaps) -> set[int]:
     held = {id(snap.obj) for snap in snaps}
     for snap in snaps:
         for value in snap.attrs.values():
-            items = _values(value) if pystate.keyed(value) else (value,)
+            items = (value, *_values(value)) if pystate.keyed(value) else (value,)
             held.update(id(x) for x in items
                         if type(x) is not np.ndarray and not pystate.is_plain(x))
     return held
 
 
-def _check_attr(recorder, snap, name, value, known=frozenset(), held=frozenset()):
+def _check_attr(recorder, snap, name, value, known=frozenset(), held=frozenset):
     label = f"{snap.label}.{name}"
     old = snap.attrs.get(name, _MISSING)
     if old is value:
+        if name in snap.lists and _untouched(snap, name, value):
+            return None
         if name in snap.lists and _traced_in_other_kinds(value):   # a deque, ``OrderedDict``
             _unwrap_in_place(value)
             _lose(recorder, f"traced values stored into {label} (a deque or a dict subclass)")
@@ -296,7 +326,7 @@ def _check_attr(recorder, snap, name, value, known=frozenset(), held=frozenset()
     if not has_traced(value) and not any(id(x) in known for x in leaves):
         # ``self.t += 1``; a buffer made once: ``if self.buf is None: self.buf = np.zeros(n)``
         if pystate.changed(before, value) or pystate.buffer_changed(before, value) or \
-                _rebound(before, value, held):
+                rebound(before, value, held):
             recorder.state_changed(_watch(snap, name), before, value)
         return None
     _store(snap.obj, name, unwrap(value, recorder.originals))
@@ -338,19 +368,20 @@ def _traced_in_other_kinds(container) -> bool:
         has_traced(item) for c in inside for item in _values(c) if not pystate.keyed(item))
 
 
-def _rebound(before, value, held) -> bool:
+def rebound(before, value, held=frozenset) -> bool:
     """An attribute bound to an object (a function, a class) that the caller's objects held
     before the body (``self.cur, self.nxt = self.nxt, self.cur``), to one where it held none
     or a plain value (``if self.helper is None: self.helper = Helper()``), or from one to a
     plain value: a replay would not bind it again, so it is state, as a number the body
     changes. A fresh object bound over another (``self.info = Info(3)`` on every call) stays
-    as the trace left it; arrays, numbers (above) and generators (``random_draws``) aside."""
+    as the trace left it; arrays, numbers (above) and generators (``random_draws``) aside.
+    ``held()``: the ids of the objects held before (``_held_before``)."""
     if type(value) is np.ndarray or type(before) is np.ndarray or is_generator(value) or \
             (pystate.is_plain(before) and pystate.is_plain(value)):
         return False
     if before is pystate.ABSENT or pystate.is_plain(before) or pystate.is_plain(value):
         return True
-    return id(value) in held and not pystate.same(before, value)
+    return id(value) in held() and not pystate.same(before, value)
 
 
 def _item_write(recorder, snap, name: str, container) -> AttrWrite | None:

@@ -425,3 +425,59 @@ def test_a_global_dict_subclass_answering_a_missing_key_is_read_again():
         assert_same(X * 5.0, compiled(X))
     finally:
         MISSING.clear()
+
+
+SCALES = {"a": 2.0}
+
+
+def test_a_global_dict_both_tested_with_in_and_subscripted_reads_its_value_again():
+    def body(x):
+        return x * SCALES["a"] if "a" in SCALES else x
+
+    compiled = fusejit.compile(body)
+    try:
+        assert_same(body(X), compiled(X))
+        SCALES["a"] = 5.0
+        assert_same(body(X), compiled(X))
+        del SCALES["a"]
+        assert_same(body(X), compiled(X))
+    finally:
+        SCALES["a"] = 2.0
+
+
+class Gated:
+    def __init__(self):
+        self.d = {"a": 1.0}
+
+    def forward(self, x):
+        return x * 2.0 if "a" in self.d else x
+
+
+@pytest.mark.parametrize("root", ["self", "global", "argument", "partial"])
+def test_a_key_tested_with_in_below_any_root_is_looked_for_again(root):
+    model = Gated()
+    compiled = _compiled(root, model)
+    assert_same(model.forward(X), compiled(X))
+    model.d.pop("a")
+    assert_same(model.forward(X), compiled(X))
+
+
+class NanKeyed:
+    def __init__(self):
+        shared = Layer(2.0, np.ones(4, np.float32))
+        self.by = {float("nan"): shared, 1.5: shared}
+
+    def forward(self, x):
+        for layer in self.by.values():
+            x = layer(x)
+        return x
+
+
+def test_layers_tied_under_keys_without_a_literal_replay():
+    model = NanKeyed()
+    compiled = fusejit.compile(model.forward)
+    for _ in range(3):
+        assert_same(model.forward(X), compiled(X))
+    assert compiled.cache_info()["hits"] == 2
+    model.by[1.5] = Layer(5.0, np.zeros(4, np.float32))
+    assert_same(model.forward(X), compiled(X))

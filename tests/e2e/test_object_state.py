@@ -6,6 +6,7 @@ trace that leaves them as they are compiles.
 import collections
 
 import numpy as np
+import pytest
 
 import fusejit
 from tests.oracle import assert_same
@@ -28,12 +29,39 @@ class Alternating:
         return y
 
 
-def test_objects_the_body_swaps_on_every_call():
-    eager, got = Alternating(), Alternating()
-    compiled = fusejit.compile(got.forward)
+SWAPPED = Alternating()
+
+
+@pytest.mark.parametrize("root", ["self", "global"])
+def test_objects_the_body_swaps_on_every_call(root):
+    eager, got = Alternating(), Alternating() if root == "self" else SWAPPED
+    compiled = fusejit.compile(got.forward if root == "self" else
+                               lambda x: SWAPPED.forward(x))
     for _ in range(5):
         assert_same(eager.forward(X), compiled(X))
         assert got.cur.k == eager.cur.k
+
+
+class Gates:
+    def __init__(self):
+        self.on = None
+
+    def forward(self, x):
+        if self.on is None:
+            self.on = {"relu"}
+        return np.maximum(x, 0) if "relu" in self.on else x
+
+
+GATES = Gates()
+
+
+def test_a_set_the_body_makes_and_is_changed_later_is_read_as_it_is():
+    compiled, eager = fusejit.compile(lambda x: GATES.forward(x)), Gates()
+    for _ in range(3):
+        assert_same(eager.forward(X), compiled(X))
+    GATES.on.discard("relu")
+    eager.on.discard("relu")
+    assert_same(eager.forward(X), compiled(X))
 
 
 class Lazy:
@@ -93,3 +121,25 @@ def test_arrays_appended_to_a_deque_inside_a_dict_are_arrays_after_the_call():
         assert_same(eager.forward(X), compiled(X))
         assert len(got.bufs["a"]) == len(eager.bufs["a"])
         assert all(type(item) is np.ndarray for item in got.bufs["a"])
+
+
+class Table:
+    """A table of more than ``captures.MAX_ITEMS`` numbers, and one of objects."""
+
+    def __init__(self):
+        self.counts = [1.0] * 20_000
+        self.cells = [Scale(float(i)) for i in range(20_000)]
+
+    def forward(self, x):
+        self.counts[3] += 1.0
+        return x * self.counts[3] + self.cells[3].k
+
+
+def test_a_number_the_body_changes_in_a_long_list_is_state():
+    eager, got = Table(), Table()
+    compiled = fusejit.compile(got.forward)
+    for _ in range(3):
+        assert_same(eager.forward(X), compiled(X))
+        assert got.counts[3] == eager.counts[3]
+    got.cells[3].k = eager.cells[3].k = -2.0
+    assert_same(eager.forward(X), compiled(X))
