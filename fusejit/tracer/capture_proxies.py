@@ -159,8 +159,10 @@ class _Swaps:
             return
         if id(value) in self.firsts:
             self.aliases.append((value, where))
-        elif id(value) not in self.seen:
-            self.firsts[id(value)] = where
+            return
+        self.firsts[id(value)] = where
+        if id(value) in self.seen:   # reached from an argument first (``model.layer is
+            self.read_objects.append((value, where))   # GLOBAL.layer``): read here too
 
     def _bound_root(self, where) -> bool:
         """Reached from an object the compiled partial binds (``partial(Model.forward, m)``),

@@ -481,3 +481,43 @@ def test_layers_tied_under_keys_without_a_literal_replay():
     assert compiled.cache_info()["hits"] == 2
     model.by[1.5] = Layer(5.0, np.zeros(4, np.float32))
     assert_same(model.forward(X), compiled(X))
+
+
+class Wrapper:
+    def __init__(self, layer):
+        self.layer = layer
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class Gain:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        return x * self.k
+
+
+SHARED = Wrapper(Gain(2.0))
+
+
+@pytest.mark.parametrize("change", [
+    lambda given: setattr(SHARED, "layer", Gain(5.0)),
+    lambda given: setattr(SHARED.layer, "k", 3.0),
+    lambda given: setattr(given, "layer", Gain(-1.0))],
+    ids=["global-rebound", "global-number", "argument-rebound"])
+def test_a_layer_a_global_and_an_argument_share_is_read_through_both(change):
+    before = SHARED.layer
+    given = Wrapper(before)
+
+    def body(m, x):
+        return m.forward(SHARED.forward(x))
+
+    compiled = fusejit.compile(body)
+    try:
+        assert_same(body(given, X), compiled(given, X))
+        change(given)
+        assert_same(body(given, X), compiled(given, X))
+    finally:
+        SHARED.layer, before.k = before, 2.0
