@@ -83,14 +83,13 @@ class AliasRead:
     label: str
     first: tuple
     value: pystate.AliasOf
-    cls = None
 
     def holds(self, leaves, owner) -> bool:
         now = _reach(leaves, owner, self.leaf, self.steps)
         return now is not pystate.ABSENT and now is _reach(leaves, owner, *self.first)
 
     def failure(self, leaves, owner) -> str:
-        return f"{self.label} no longer holds the object {self.value.first} holds"
+        return self.value.moved(self.label)
 
 
 def _reach(leaves, owner, leaf: int, steps: tuple):

@@ -71,7 +71,6 @@ class AliasPlainRead(ReadAgain):
     label: str
     first: tuple
     value: pystate.AliasOf
-    cls = None
 
     def now(self):
         return pystate.walk(pystate.source_root(self.source), self.path)
@@ -82,7 +81,7 @@ class AliasPlainRead(ReadAgain):
             now is pystate.walk(pystate.source_root(self.first[0]), self.first[1])
 
     def failure(self) -> str:
-        return f"{self.label} no longer holds the object {self.value.first} holds"
+        return self.value.moved(self.label)
 
 
 def record_alias(reads: dict, read: AliasPlainRead) -> None:

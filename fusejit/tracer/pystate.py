@@ -145,6 +145,10 @@ class AliasOf:
     def __repr__(self) -> str:
         return f"{self.first} (the same object)"
 
+    def moved(self, label: str) -> str:
+        """Why a replay does not apply: the place ``label`` holds another object now."""
+        return f"{label} no longer holds the object {self.first} holds"
+
 
 def same(expected, current, depth: int = NESTED) -> bool:
     """A watched value as the compiling trace left it (an array: any array, read anew; a
