@@ -23,14 +23,16 @@ to ``plain_reads.MAX_READS`` in all. Lists, dicts and deques are read by key (an
 ``OrderedDict``, a ``defaultdict`` too), a tuple holding arrays by its numbers' fields or
 indices (``self.p.k``). An object the snapshots reached by a second place (``layers =
 [shared, shared]``, ``block.parent = model``) had its numbers read through the first: the
-second is checked to hold what the first holds (``AliasRead``).
+second is checked to hold what the first holds (``AliasRead``). A list, set or dict of plain
+values that the code uses whole (``for d in self.dims``, ``name in self.skip``) is read as
+its ``pystate.Contents`` (``whole_uses``), a class's own list too (``self.DIMS``).
 """
 from __future__ import annotations
 
 import types
 from dataclasses import dataclass
 
-from . import object_reads, plain_reads, pystate
+from . import object_reads, plain_reads, pystate, whole_uses
 from .captures import bound_parts, names_of
 from .code_reads import (
     constant_keys,
@@ -112,6 +114,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
     optional = frozenset().union(*map(getattr_names, codes))   # ``getattr(m, "k", 1.0)``
     missing = frozenset().union(*map(get_keys, codes))   # ``m.cfg.get("wd", 0.0)``
     present = frozenset().union(*map(contained_keys, codes))   # ``"b" in m.cfg``
+    uses = whole_uses.of(codes)   # ``for d in m.dims``
     found, late = [], []
     for snap in snaps:
         if snap.leaf in (-1, STATIC):
@@ -120,14 +123,15 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
         for name, value in snap.attrs.items():
             if name not in (names if value is None else read):
                 continue
-            if pystate.read_again(value):
-                found += _held(snap, leaf, (("attr", name),), value)
-            elif pystate.keyed(value):
-                found += _item_reads(snap, leaf, name, keys, missing, present)
+            held = _whole(value, name, uses)
+            if pystate.read_again(held):
+                found += _held(snap, leaf, (("attr", name),), held)
+            if pystate.keyed(value) and (held is value or held.keys_only):   # by key too
+                found += _item_reads(snap, leaf, name, keys, missing, present, uses)
             found += _below(snap, leaf, name, value, read, keys)
-            found += _tuple_items(snap, leaf, name, value, read, keys)
+            found += _tuple_items(snap, leaf, name, value, read, keys, uses)
             found += _bound_object(snap, leaf, name, value, codes)
-        late += _class_reads(snap, leaf, read, keys, codes, optional)
+        late += _class_reads(snap, leaf, read, keys, codes, optional, uses)
         found += _aliases(snap, leaf)
         if items_as_attributes(snap.obj):   # ``cfg.lr`` of an ``AttrDict``
             found += [AttributeRead(leaf, (*snap.steps, ("item", name)),
@@ -135,6 +139,13 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
                       for name, value in dict.items(snap.obj)
                       if name in read and pystate.read_again(value)]
     return plain_reads.first(found + late, "attributes of the arguments and self")
+
+
+def _whole(value, name: str, uses: frozenset):
+    """``value``'s ``pystate.Contents`` where the code uses the attribute whole (``for d in
+    self.dims``, ``name in self.skip``); else ``value``."""
+    held = whole_uses.read_of(uses, "attr", name, value)
+    return value if held is None else held
 
 
 def _aliases(snap, leaf: int) -> list:
@@ -161,16 +172,19 @@ def _below(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> lis
             for path, item in keyed_items(value, keys)]
 
 
-def _tuple_items(snap, leaf: int, name: str, value, read: set, keys: frozenset) -> list:
+def _tuple_items(snap, leaf: int, name: str, value, read: set, keys: frozenset,
+                 uses: frozenset = frozenset()) -> list:
     """The plain and named items of a tuple that holds arrays too, under the field names
     (``self.p.k`` of a named tuple, rebound by ``p._replace(k=7.0)``) or constant indices
-    (``self.p[1]``) the code reads."""
+    (``self.p[1]``) the code reads; a list or dict of them there that it uses whole (``for
+    d in self.t[0]``)."""
     if not isinstance(value, tuple) or pystate.read_again(value):
         return []
     fields = getattr(type(value), "_fields", ())
     steps, found = (*snap.steps, ("attr", name)), []
     for k, item in enumerate(value):
         field = fields[k] if k < len(fields) else None
+        item = whole_uses.read_of(uses, "item", k, item) or item
         if not pystate.read_again(item):
             continue
         if field is not None and field in read:
@@ -204,16 +218,18 @@ def _held(snap, leaf: int, steps: tuple, value) -> list:
 
 
 def _item_reads(snap, leaf: int, name: str, keys: frozenset, missing: frozenset,
-                present: frozenset = frozenset()) -> list:
+                present: frozenset = frozenset(), uses: frozenset = frozenset()) -> list:
     """The reads of the items of the list or dict attribute ``name`` under ``keys``: plain
     ones as they were before the body (one it changed is ``pystate``'s), named ones; and
     those of a dict under ``missing`` keys it lacks (``self.cfg.get("wd", 0.0)``, ``"b" in
     self.cfg``; a subscript too where its class answers a missing key: ``__missing__``), and
-    under ``present`` keys it holds, whatever there (``"b" in self.cfg``)."""
+    under ``present`` keys it holds, whatever there (``"b" in self.cfg``); a list, set or
+    dict of plain values under a key the code uses whole (``len(self.cfg["sizes"])``)."""
     before, found, held = (snap.plain or {}).get(name, {}), [], snap.attrs[name]
-    for path, item in keyed_items(held, keys, subclasses=True):
-        if path in before or not pystate.is_plain(item):
-            found += _held(snap, leaf, pystate.steps_of(name, path), before.get(path, item))
+    for path, item in keyed_items(held, keys, subclasses=True, uses=uses):
+        known = _counted_from_the_start(held, path)   # ``self.w[-1]``: as ``before`` has it
+        if known in before or not pystate.is_plain(item):
+            found += _held(snap, leaf, pystate.steps_of(name, path), before.get(known, item))
     if isinstance(held, dict):
         if hasattr(type(held), "__missing__"):   # a subscript answers a key it lacks too
             missing = missing | keys
@@ -226,8 +242,15 @@ def _item_reads(snap, leaf: int, name: str, keys: frozenset, missing: frozenset,
     return found
 
 
+def _counted_from_the_start(held, path: tuple) -> tuple:
+    key = path[0]
+    if isinstance(held, dict) or type(key) is not int or key >= 0:
+        return path
+    return (key + len(held), *path[1:])
+
+
 def _class_reads(snap, leaf: int, read: set, keys: frozenset, codes,
-                 optional: frozenset = frozenset()) -> list:
+                 optional: frozenset = frozenset(), uses: frozenset = frozenset()) -> list:
     """What the object's class holds under the names ``read`` that its own attributes do not
     shadow: a method (the function a call runs: ``self.act(x)``), a static or class method,
     a plain or named class attribute (``self.scale`` set on the class); and the ``__call__``
@@ -254,6 +277,10 @@ def _class_reads(snap, leaf: int, read: set, keys: frozenset, codes,
             continue
         if type(held) in (list, dict) or isinstance(held, type):
             found += _below(snap, leaf, name, held, read, keys)
+        whole = whole_uses.read_of(uses, "attr", name, held)
+        if whole is not None:   # ``for d in self.DIMS`` of a list the class holds
+            found.append(AttributeRead(leaf, (*snap.steps, ("attr", name)),
+                                       f"{snap.label}.{name}", whole))
         if not (isinstance(held, (types.FunctionType, staticmethod, classmethod)) or
                 pystate.compiled_kind(held) == "compiled" or
                 (pystate.read_again(held) and not hasattr(type(held), "__get__"))):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..logs import topic
-from . import creation, object_reads, pystate
+from . import creation, object_reads, pystate, whole_uses
 from .captures import (
     MAX_DEPTH,
     MAX_ITEMS,
@@ -91,6 +91,7 @@ class _Swaps:
         self.firsts: dict = {}       # id -> where: a user object reached from a global, cell
         self.aliases: list = []      # (object, where) of the other paths to one of them
         self.held_before: dict = {}   # id(shared object slots) -> {name: value} before
+        self.contents: dict = {}   # id(shared object slots) -> whole_uses.contents_of
         self.bound: set = set()      # ids of the objects a compiled partial binds
         self.read_objects: list = []   # (object, where): user objects below them, named
         #                                tuples below them and globals (what their code reads)
@@ -231,6 +232,7 @@ class _Swaps:
                 self.plain[id(slots)] = (text, step, _plain(slots), where)
                 if step == "attr":   # an object's: what each attribute held (``rebound``)
                     self.held_before[id(slots)] = dict(_items(slots))
+                    self.contents[id(slots)] = whole_uses.contents_of(_items(slots))
             elif self._bound_root(where) and not again and not isinstance(value, type) and \
                     (isinstance(slots, _Slots) or slots is getattr(value, "__dict__", None)):
                 self.read_objects.append((value, where))
@@ -401,12 +403,22 @@ class _Swaps:
         if before is None:
             return
         found = pystate.first_change(before, _plain(slots), _container(slots)) or \
-            self._rebound(slots)
+            self._rebound(slots) or self._whole_changed(slots)
         if found is not None:
             (key,), old, new = found
             label = f"{text}.{key}" if step == "attr" else f"{text}[{key!r}]"
             watch = pystate.in_source(label, where[0], (*where[1], (step, key)))
+            if type(old) is pystate.Contents:   # a list or set used whole
+                watch = whole_uses.watch_of(watch)
             self.recorder.state_changed(watch, old, new)
+
+    def _whole_changed(self, slots):
+        """((name,), old, new) of a list or set attribute the body changed that its code uses
+        whole (``whole_uses.changed``: ``MODEL.seen.add(n)`` and ``len(self.seen)``)."""
+        before = self.contents.get(id(slots))
+        found = whole_uses.changed(before, dict(_items(slots)), self.recorder.entered) \
+            if before else None
+        return None if found is None else ((found[0],), *found[1:])
 
     def _rebound(self, slots):
         """((name,), old, new) of an attribute the body bound to another object

@@ -18,6 +18,9 @@ noted with what it holds then. As the trace ends (``settle``):
 - a place whose value changed during the trace (``helpers.N += 1``) makes the signature run
   eagerly, as the body's own ``global N`` does: a replay would not change it.
 
+A list, set or dict of plain values that the code uses whole (``for d in DIMS``,
+``len(NAMES)``: ``whole_uses``) is such a place too, held as its ``pystate.Contents``.
+
 A whole code object is looked at, its branches not taken too: a value that changes where no
 traced path read it makes a path trace again. Code of Python's, of installed packages and of
 NumPy, SciPy and fusejit is not looked at.
@@ -31,7 +34,17 @@ import types
 from dataclasses import dataclass
 
 from ..logs import topic
-from . import pystate
+from . import pystate, whole_uses
+from .bytecode import (
+    LOADS,
+    STORES,
+    call_after,
+    get_key,
+    instructions_of,
+    is_key,
+    opname,
+    subscript_of,
+)
 from .loc import classify, in_stdlib, per_code
 from .plain_reads import PlainRead, ReadAgain
 
@@ -39,10 +52,7 @@ log = topic("trace")
 
 MAX_DEPTH = 4         # names in a chain: ``pkg.config.section.SCALE``
 _SELF_NAMES = 13      # in a chain below ``self``: it, then ``captures.OBJECT_DEPTH`` steps
-_LOADS = ("LOAD_ATTR", "LOAD_METHOD")
 _NAMES = ("LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME")
-_STORES = ("STORE_ATTR", "DELETE_ATTR")
-_SUBSCRIPTS = ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR")
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 _METHOD_BIT = sys.version_info >= (3, 12)   # LOAD_ATTR's low oparg bit: a method-style load
 
@@ -112,20 +122,30 @@ def entering(frame, places: Places) -> None:
             return   # ``collections.namedtuple``'s ``__new__``, made by ``eval``: Python's
         prefix = f"global {name}." if isinstance(name, str) else "global "
     cells = places.cells.get(id(frame.f_code))
+    found = whole_uses.uses(frame.f_code)
     for steps, stored, scope in chains:
         if scope == "cell":   # a copy's cell itself: the overlay's (``plain_reads``)
-            if cells is not None and (len(steps) > 1 or cells.direct):
-                _noted(cells, steps, stored, places, "closure ")
+            if cells is not None and (len(steps) > 1 or cells.direct or
+                                      _whole_name(cells, steps, found)):
+                _noted(cells, steps, stored, places, "closure ", found)
             continue
         if places.draws is not None:   # ``RNG.normal(...)``, ``get_rng()``: ``random_draws``
             places.draws.watch_source(("global", module_globals, steps[0]), prefix + steps[0])
-        if real is None or len(steps) > 1:
-            _noted(module_globals, steps, stored, places, prefix)
+        if real is None or len(steps) > 1 or _whole_name(module_globals, steps, found):
+            _noted(module_globals, steps, stored, places, prefix, found)
 
 
-def _noted(root, steps: tuple, stored: bool, places: Places, prefix: str) -> None:
+def _whole_name(root, steps: tuple, found: frozenset) -> bool:
+    """A global or cell the code uses whole that holds a list, set or dict of plain values
+    (``for d in DIMS``): the overlay reads only the plain values its names hold."""
+    value = root.get(steps[0], pystate.ABSENT)
+    return len(steps) == 1 and whole_uses.read_of(found, "name", steps[0], value) is not None
+
+
+def _noted(root, steps: tuple, stored: bool, places: Places, prefix: str,
+           found: frozenset = frozenset()) -> None:
     try:
-        _note(root, steps, stored, places, prefix)
+        _note(root, steps, stored, places, prefix, found)
     except Exception:   # noqa: BLE001 -- the user's own code raised: not looked at
         log.debug("not read again: %s", steps, exc_info=True)
 
@@ -133,12 +153,16 @@ def _noted(root, steps: tuple, stored: bool, places: Places, prefix: str) -> Non
 def settle(places: Places | None, recorder) -> dict:
     """The places to read again before each replay, by place; a changed one runs the signature
     eagerly (``recorder.state_changed``). A place only stored to that kept its value is not
-    read again: no path read it."""
+    read again: no path read it. A list or set the code uses whole that the body changed
+    (``SEEN.append(n)`` and ``len(SEEN)``) is such state too."""
     kept: dict = {}
     for key, (read, loaded) in (places.found if places is not None else {}).items():
         now = read.now()
-        if pystate.changed(read.value, now):
+        if pystate.changed(read.value, now) or (type(read.value) is pystate.Contents
+                                                and whole_uses.state(read.value, now)):
             watch = pystate.Watch(read.label, lambda _root, read=read: read.now(), key)
+            if type(read.value) is pystate.Contents:
+                watch = whole_uses.watch_of(watch)
             recorder.state_changed(watch, read.value, now)
         elif loaded and (pystate.read_again(read.value) or read.value is pystate.ABSENT
                            or read.value is pystate.PRESENT) \
@@ -209,10 +233,12 @@ def _plain_dict(obj) -> bool:
         type(obj).__getitem__ is dict.__getitem__
 
 
-def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: str) -> None:
+def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: str,
+          found: frozenset = frozenset()) -> None:
     """Walk ``steps`` from the global through modules, classes, objects, dicts and lists,
     noting each place that holds a plain or named value (the last one even when absent, for a
-    store); a plain value ends the walk."""
+    store), or a list, set or dict of them that the code uses whole (``found``); a plain
+    value ends the walk."""
     walked, obj = [steps[0]], module_globals.get(steps[0], pystate.ABSENT)
     for depth in range(len(steps)):
         if depth:
@@ -223,6 +249,8 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             walked.append((kind, name, type(obj)))
             obj = mapping.get(name, pystate.ABSENT)
         last = depth == len(steps) - 1
+        if stored is not True and (last or steps[depth + 1][0] == "attr"):
+            obj = _whole(obj, ("name", steps[0]) if depth == 0 else steps[depth], found)
         if last and stored == "in" and obj is not pystate.ABSENT:
             obj = pystate.PRESENT   # ``"q" in FLAGS``: whether it is there
         answers = depth and hasattr(type(mapping), "__missing__")   # a subscript does too
@@ -237,8 +265,17 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             first, loaded = places.found.get(key, (read, False))
             places.found[key] = (first, loaded or stored == "in" or not (stored and last))
             #                                        None: a ``.get``; "in": an ``in`` test
-        if obj is pystate.ABSENT or obj is pystate.PRESENT or pystate.is_plain(obj):
+        if obj is pystate.ABSENT or obj is pystate.PRESENT or pystate.is_plain(obj) or \
+                type(obj) is pystate.Contents:
             return
+
+
+def _whole(obj, place: tuple, found: frozenset):
+    """``obj``'s ``pystate.Contents`` where the code uses it whole at ``place`` (``for d in
+    DIMS``, ``CFG["sizes"]`` in ``len(CFG["sizes"])``, a method reading it: ``D.items()``);
+    else ``obj``."""
+    held = whole_uses.read_of(found, place[0], place[1], obj)
+    return obj if held is None else held
 
 
 def _label(steps: tuple) -> str:
@@ -354,21 +391,21 @@ def _chain(instructions: list, k: int, ends: list | None = None,
     k += 1
     while k < len(instructions) and len(steps) < limit:
         ins = instructions[k]
-        if ins.opname in _STORES:
+        if ins.opname in STORES:
             found.append(((*steps, ("attr", ins.argval)), True))
         if (ins.opname == "DUP_TOP" or ins.opname == "COPY" and ins.arg == 1) and \
-                _opname(instructions, k + 1) in _LOADS:
+                opname(instructions, k + 1) in LOADS:
             k += 1   # ``CNT.n += 1``: the object again, for the store after
             continue
         optional = ("attr", ins.argval) if _getattr_name(instructions, start, k) else \
-            ("item", instructions[k + 1].argval) if _get_key(instructions, k + 1) else None
+            ("item", instructions[k + 1].argval) if get_key(instructions, k + 1) else None
         if optional is not None:   # ``getattr(CFG, "eps", 0.0)``, ``CFG.get("lr", 0.1)``
             found.append(((*steps, optional), None))   # None: read where missing too
             if ends is not None:
                 ends.append(k + 1)
             return found
-        if ins.opname == "LOAD_CONST" and _key(ins.argval):
-            subscript, after = _subscript(instructions, k + 1)
+        if ins.opname == "LOAD_CONST" and is_key(ins.argval):
+            subscript, after = subscript_of(instructions, k + 1)
             if subscript is None:
                 break
             step = ("item", ins.argval)
@@ -378,17 +415,17 @@ def _chain(instructions: list, k: int, ends: list | None = None,
             steps.append(step)
             k = after
             continue
-        if ins.opname not in _LOADS:
+        if ins.opname not in LOADS:
             break
         steps.append(("attr", ins.argval))
         if ins.opname == "LOAD_METHOD" or (_METHOD_BIT and ins.arg & 1):
             break
         k += 1
-    if _opname(instructions, k) == "CONTAINS_OP" and _contained_key(instructions, start - 1):
+    if opname(instructions, k) == "CONTAINS_OP" and _contained_key(instructions, start - 1):
         found.append(((*steps, ("item", instructions[start - 1].argval)), "in"))   # ``"q" in D``
     found.append((tuple(steps), False))
     if ends is not None:
-        ends.append(k + 1 if k < len(instructions) and instructions[k].opname in _LOADS else k)
+        ends.append(k + 1 if k < len(instructions) and instructions[k].opname in LOADS else k)
     return found
 
 
@@ -399,7 +436,7 @@ def self_reads(code) -> tuple:
     as ``pystate.walk`` takes them), and the attribute names it loads otherwise (``layer.s``
     of a loop variable, ``self.get().k``), which may be any object's. Nested code (a
     comprehension, a lambda) adds its loose names."""
-    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    instructions = instructions_of(code)
     own = code.co_varnames[0] if code.co_argcount else None
     paths, taken = set(), set()
     for k, ins in enumerate(instructions):
@@ -411,7 +448,7 @@ def self_reads(code) -> tuple:
                 paths.add(tuple(steps[1:]))
             taken.update(range(k, ends[0]))   # the loads the chain went through
     loose = {ins.argval for k, ins in enumerate(instructions)
-             if ins.opname in _LOADS and k not in taken}
+             if ins.opname in LOADS and k not in taken}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             nested_paths, nested_loose = self_reads(const)
@@ -419,70 +456,45 @@ def self_reads(code) -> tuple:
     return frozenset(path for path in paths if path), frozenset(loose)
 
 
-def _subscript(instructions: list, k: int) -> tuple:
-    """(the subscript's opname, the index after it) where ``instructions[k:]`` subscript by
-    the constant just loaded, past the copies an augmented assignment makes; (None, k)."""
-    opnames = [_opname(instructions, j) for j in range(k, k + 3)]
-    if opnames[0] in _SUBSCRIPTS:
-        return opnames[0], k + 1
-    if opnames[:2] == ["DUP_TOP_TWO", "BINARY_SUBSCR"]:             # Python 3.10
-        return "STORE_SUBSCR", k + 2
-    if opnames == ["COPY", "COPY", "BINARY_SUBSCR"] and \
-            [instructions[j].arg for j in (k, k + 1)] == [2, 2]:   # 3.11 on
-        return "STORE_SUBSCR", k + 3
-    return None, k
-
-
 @per_code()
 def constant_keys(code) -> frozenset:
     """The str and int constants the code (and the code nested in it) subscripts by
     (``self.cfg["eps"]``, ``sizes[0]``, ``d["n"] += 1``)."""
-    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    instructions = instructions_of(code)
     keys = {ins.argval for k, ins in enumerate(instructions)
-            if ins.opname == "LOAD_CONST" and _key(ins.argval)
-            and (_subscript(instructions, k + 1)[0] is not None or _get_key(instructions, k))}
+            if ins.opname == "LOAD_CONST" and is_key(ins.argval)
+            and (subscript_of(instructions, k + 1)[0] is not None or get_key(instructions, k))}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             keys |= constant_keys(const)
     return frozenset(keys)
 
 
-_CALLS = ("PRECALL", "CALL")
-_LOOKAHEAD = 24   # instructions of a default looked through to its call
 _ATTRIBUTE_CALLS = {"getattr": 1, "hasattr": 0}   # builtins reading an attribute by name,
 #                                                  and the defaults they take
-
-
-def _get_key(instructions: list, k: int) -> bool:
-    """``instructions[k]`` loads a constant key as the first argument of a ``.get`` call
-    (``d.get("k")``, ``d.get("k", default)``)."""
-    before = instructions[k - 1] if k >= 1 else None
-    return (before is not None and before.opname in _LOADS and before.argval == "get"
-            and _opname(instructions, k) == "LOAD_CONST" and _key(instructions[k].argval)
-            and _call_after(instructions, k + 1, 1))
 
 
 def _contained_key(instructions: list, k: int) -> bool:
     """``instructions[k]`` loads a constant key that an ``in`` test looks for in a name or
     an attribute chain below one (``"bias" in self.params``, ``"q" in D``)."""
-    if _opname(instructions, k) != "LOAD_CONST" or not _key(instructions[k].argval) or \
-            _opname(instructions, k + 1) not in _NAMES:
+    if opname(instructions, k) != "LOAD_CONST" or not is_key(instructions[k].argval) or \
+            opname(instructions, k + 1) not in _NAMES:
         return False
     j = k + 2
-    while _opname(instructions, j) == "LOAD_ATTR":
+    while opname(instructions, j) == "LOAD_ATTR":
         j += 1
-    return _opname(instructions, j) == "CONTAINS_OP"
+    return opname(instructions, j) == "CONTAINS_OP"
 
 
 def _getattr_name(instructions: list, start: int, k: int) -> str | None:
     """The constant name where the chain loaded from ``start`` is the object of a
     ``getattr(obj, "name"[, default])`` call and ``instructions[k]`` loads that name."""
-    if start < 1 or _opname(instructions, k) != "LOAD_CONST" or \
+    if start < 1 or opname(instructions, k) != "LOAD_CONST" or \
             type(instructions[k].argval) is not str:
         return None
     callee = instructions[start - 1]
     if callee.opname != "LOAD_GLOBAL" or callee.argval not in _ATTRIBUTE_CALLS or \
-            not _call_after(instructions, k + 1, 2, _ATTRIBUTE_CALLS[callee.argval]):
+            not call_after(instructions, k + 1, 2, _ATTRIBUTE_CALLS[callee.argval]):
         return None
     return instructions[k].argval
 
@@ -492,9 +504,9 @@ def get_keys(code) -> frozenset:
     """The constant keys the code (and the code nested in it) gives a ``.get`` call
     (``self.cfg.get("wd", 0.0)``) or looks for with ``in`` (``"bias" in self.params``): an
     item read where it is missing too."""
-    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    instructions = instructions_of(code)
     keys = {ins.argval for k, ins in enumerate(instructions)
-            if _get_key(instructions, k) or _contained_key(instructions, k)}
+            if get_key(instructions, k) or _contained_key(instructions, k)}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             keys |= get_keys(const)
@@ -505,7 +517,7 @@ def get_keys(code) -> frozenset:
 def contained_keys(code) -> frozenset:
     """The constant keys the code (and the code nested in it) looks for with ``in`` (``"bias"
     in self.params``): whether each is there is read again, not what it holds."""
-    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    instructions = instructions_of(code)
     keys = {ins.argval for k, ins in enumerate(instructions) if _contained_key(instructions, k)}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
@@ -518,45 +530,15 @@ def getattr_names(code) -> frozenset:
     """The constant names the code (and the code nested in it) gives ``getattr`` or
     ``hasattr`` of an object, or of an attribute chain below one (``getattr(self, "k",
     1.0)``, ``hasattr(self, "bias")``)."""
-    instructions = [ins for ins in dis.get_instructions(code) if ins.opname != "EXTENDED_ARG"]
+    instructions = instructions_of(code)
     names = set()
     for g, ins in enumerate(instructions[:-2]):
         if ins.opname == "LOAD_GLOBAL" and ins.argval in _ATTRIBUTE_CALLS:
             k = g + 2
-            while _opname(instructions, k) in _LOADS:
+            while opname(instructions, k) in LOADS:
                 k += 1
             names.add(_getattr_name(instructions, g + 1, k))
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names |= getattr_names(const)
     return frozenset(names - {None})
-
-
-def _call_after(instructions: list, k: int, through: int, defaults: int = 1) -> bool:
-    """The call whose ``through``-th argument the constant just loaded is comes from ``k``
-    on: after nothing, or after the code of at most ``defaults`` more (``{}``,
-    ``self.base_lr``, ``float(0.1)``), with no branch in it."""
-    depth = 0   # what the default's code left on the stack so far
-    for ins in instructions[k:k + _LOOKAHEAD]:
-        if ins.opname in _CALLS and depth <= defaults:
-            return ins.arg == through + depth
-        if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs or ins.opname in _STORES:
-            return False
-        try:
-            depth += dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT
-                                      else None)
-        except ValueError:   # an opcode with no fixed effect
-            return False
-        if depth < 0:
-            return False
-    return False
-
-
-def _key(value) -> bool:
-    """A str or int, or a tuple of them (``TABLE[1, "a"]``)."""
-    return type(value) in (str, int) or (type(value) is tuple and 0 < len(value) <= 8 and
-                                         all(type(v) in (str, int) for v in value))
-
-
-def _opname(instructions: list, k: int):
-    return instructions[k].opname if k < len(instructions) else None

@@ -16,7 +16,9 @@ down), the places read again before each replay are:
   one of another class);
 - the items of its lists and dicts under the keys the code subscripts by a constant;
 - the paths a function that is no method reads below its first parameter (``apply(MODEL,
-  x)``), on every object.
+  x)``), on every object;
+- a list, set or dict of plain values at the end of such a path that the code uses whole
+  (``for d in self.dims``: ``whole_uses``), as its ``pystate.Contents``.
 
 Each is walked from the global, cell or default again (``plain_reads.PlainRead``), so a
 global rebound to another object is seen too. One the body changed itself is
@@ -29,7 +31,7 @@ from collections import deque
 
 import numpy as np
 
-from . import pystate
+from . import pystate, whole_uses
 from .captures import names_of, slot_names
 from .code_reads import get_keys, getattr_names, in_class, self_reads, users_class
 from .loc import in_stdlib
@@ -44,6 +46,7 @@ def reads(objects, codes) -> list[tuple]:
     """(source, value, label, path[, cls]) for each ``(obj, where, text)`` walked from a global,
     cell or default; ``codes``: the user code objects the trace ran."""
     loose = set().union(*(self_reads(code)[1] for code in codes))
+    found_uses = whole_uses.of(codes)
     optional = frozenset({("attr", name) for code in codes for name in getattr_names(code)}
                          | {("item", key) for code in codes for key in get_keys(code)})
     loose = {(("attr", name),) for name in loose | {"__call__"}
@@ -55,7 +58,8 @@ def reads(objects, codes) -> list[tuple]:
             if type(obj) is type and users_class(obj):
                 paths = by_class.setdefault(("class", obj), sorted(_self_paths(obj, codes),
                                                                    key=repr))
-                found += [read for path in paths for read in _along(obj, path, where, text)]
+                found += [read for path in paths
+                          for read in _along(obj, path, where, text, uses=found_uses)]
             continue
         cls = type(obj)
         if cls is not types.SimpleNamespace and type.__getattribute__(
@@ -65,7 +69,7 @@ def reads(objects, codes) -> list[tuple]:
             own = _self_paths(cls, codes)
             by_class[cls] = sorted({(path, path in own) for path in own | loose}, key=repr)
         for path, own in by_class[cls] + [(path, True) for path in _own_method_paths(obj, codes)]:
-            found += _along(obj, path, where, text, optional, own)
+            found += _along(obj, path, where, text, optional, own, found_uses)
     return found
 
 
@@ -100,37 +104,49 @@ def class_names(cls: type) -> set:
 
 
 def items(container, where, text: str, keys: frozenset, depth: int = pystate.NESTED,
-          subclasses: bool = False) -> list[tuple]:
+          subclasses: bool = False, uses: frozenset = frozenset()) -> list[tuple]:
     """The reads of ``keyed_items`` of a list or dict reached at ``where``."""
     return [(where[0], value, text + pystate.path_text(path),
              (*where[1], *(("item", key) for key in path)))
-            for path, value in keyed_items(container, keys, depth, subclasses)]
+            for path, value in keyed_items(container, keys, depth, subclasses, uses)]
 
 
 def keyed_items(container, keys: frozenset, depth: int = pystate.NESTED,
-                subclasses: bool = False):
+                subclasses: bool = False, uses: frozenset = frozenset()):
     """(path, value): the plain and named items of a list or dict (``subclasses``: or a
     subclass, a ``MappingProxyType``) under the constant keys the code subscripts by (a
     list's from either end), and of the lists and dicts it holds there, ``depth`` levels
-    down."""
-    if type(container) is dict or (subclasses and isinstance(
-            container, (dict, types.MappingProxyType))):
-        pairs, sequence = container.items(), False
-    elif type(container) in (list, deque) or (subclasses and isinstance(container, list)):
-        pairs, sequence = enumerate(container), True
-    else:
-        return
-    for key, value in list(pairs):
-        if not (key in keys or (sequence and key - len(container) in keys)):
-            continue
-        if pystate.read_again(value):
-            yield (key,), value
-        elif isinstance(value, tuple):   # a named tuple of an array and numbers: all of them
+    down; a list, set or dict of plain values there that the code uses whole (``uses``:
+    ``len(self.cfg["sizes"])``), as its ``pystate.Contents``."""
+    for key, value in _keyed_pairs(container, keys, subclasses):
+        held = _whole(value, "item", key, uses)
+        if pystate.read_again(held):
+            yield (key,), held
+            if not _keys_only(held):   # a dict whose keys alone the code reads: items too
+                continue
+        if isinstance(value, tuple):   # a named tuple of an array and numbers: all of them
             yield from (((key, k), item) for k, item in enumerate(value)
                         if pystate.read_again(item))
         elif depth > 1:
-            yield from (((key, *path), item) for path, item in keyed_items(value, keys,
-                                                                          depth - 1))
+            yield from (((key, *path), item) for path, item in keyed_items(
+                value, keys, depth - 1, uses=uses))
+
+
+def _keys_only(held) -> bool:
+    return type(held) is pystate.Contents and held.keys_only
+
+
+def _keyed_pairs(container, keys: frozenset, subclasses: bool) -> list:
+    """(key, item) of the items of a list or dict under ``keys``, each as the code writes
+    it: a list's ``self.w[-1]`` as -1, the last item however many there are."""
+    if type(container) is dict or (subclasses and isinstance(
+            container, (dict, types.MappingProxyType))):
+        return [(key, value) for key, value in list(container.items()) if key in keys]
+    if not (type(container) in (list, deque) or (subclasses and isinstance(container, list))):
+        return []
+    items = list(container)
+    return [(key, items[key]) for key in sorted(k for k in keys if type(k) is int)
+            if -len(items) <= key < len(items)]
 
 
 def class_value(cls: type, name: str):
@@ -164,8 +180,13 @@ def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
         return []
     if pystate.read_again(value):
         return [(where[0], value, text, where[1])]
-    if isinstance(value, (list, dict, types.MappingProxyType)):
-        return items(value, where, text, keys, subclasses=True)
+    uses = whole_uses.of(codes)
+    held = whole_uses.read_of(uses, "local", None, value)   # ``partial(f, dims)``: ``for d
+    found = [] if held is None else [(where[0], held, text, where[1])]   # in dims``
+    if held is not None and not held.keys_only:
+        return found
+    if isinstance(value, (list, dict, types.MappingProxyType)):   # its items by key too
+        return found + items(value, where, text, keys, subclasses=True, uses=uses)
     if isinstance(getattr(value, "__dict__", None), dict) and not isinstance(
             value, (type, types.ModuleType, types.FunctionType)):
         return reads([(value, where, text)], codes)
@@ -201,14 +222,16 @@ def _codes_of(cls: type) -> set:
 
 
 def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset(),
-           serve: bool = True) -> list:
+           serve: bool = True, uses: frozenset = frozenset()) -> list:
     """The read at the first place along ``path`` from ``obj`` that holds a plain or named
     value (and past a class, at what the path reads in it), or none where it leads nowhere
     such (an array, a property, a library's object). A last attribute or item that is not
     there, under a name or key in ``optional`` (``getattr(self, "k", 1.0)``,
     ``self.cfg.get("b", 2.0)``: ``(kind, key)`` pairs), is read as missing. ``serve``: a
     path the class's own code reads below ``self``, which its ``__getattr__`` may answer (not
-    a name any code loads: ``__getattr__`` may store what it is asked for)."""
+    a name any code loads: ``__getattr__`` may store what it is asked for). A list, set or
+    dict of plain values where the code uses it whole (``uses``: ``for d in self.dims``) is
+    read as its ``pystate.Contents``."""
     steps, found = [], []
     for j, (kind, key) in enumerate(path):
         if kind == "contains":   # ``"bias" in self.params``: whether it is there
@@ -223,6 +246,8 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
         if step is None:
             break
         steps.append(step)
+        if kind != "contains" and (j == len(path) - 1 or path[j + 1][0] == "attr"):
+            value = _whole(value, "item" if kind == "item" else "attr", key, uses)
         if pystate.read_again(value) or (value is pystate.ABSENT and missing) or \
                 value is pystate.PRESENT:
             label = text + "".join(f".{k}" if s != "item" else f"[{k!r}]" for s, k in steps)
@@ -234,6 +259,13 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
             break
         obj = value
     return found
+
+
+def _whole(value, kind: str, key, uses: frozenset):
+    """``value``'s ``pystate.Contents`` where the code uses it whole at ``(kind, key)``; else
+    ``value``."""
+    held = whole_uses.read_of(uses, kind, key, value)
+    return value if held is None else held
 
 
 def missing_step(obj, name: str, serve: bool = True):

@@ -81,7 +81,93 @@ def is_named(value) -> bool:
 
 def read_again(value) -> bool:
     """A value a read of a global, cell, default or attribute is checked for on replay."""
-    return is_plain(value) or is_named(value)
+    return is_plain(value) or is_named(value) or type(value) is Contents
+
+
+MAX_CONTENTS = 256   # plain values of a list, set, dict or deque read whole, at most in all
+_CONTENT_KINDS = (list, dict, set, deque)
+
+
+class Contents:
+    """What a list, set, dict or deque of plain or named values (``self.dims = [64, 32]``,
+    ``SKIP = {"b"}``, nested ones too) held when the code used it whole (``for d in
+    self.dims``, ``len(NAMES)``, ``name in SKIP``: ``whole_uses``): read again as a value,
+    the same kind holding items of the same types, equal and in the same order (a set's
+    too: it is iterated in that order), without keeping the container, which may change
+    inside. ``keys_only``: a dict whose keys alone the code reads (``for k in self.cfg``,
+    ``k in self.cfg``)."""
+
+    __slots__ = ("kind", "items", "keys", "keys_only")
+
+    def __init__(self, kind: type, items: tuple, keys: tuple | None, keys_only: bool = False):
+        self.kind, self.items, self.keys, self.keys_only = kind, items, keys, keys_only
+
+    def matches(self, current) -> bool:
+        if type(current) is Contents:   # a watch's snapshot (``whole_uses.watch_of``)
+            return current.kind is self.kind and current.keys_only == self.keys_only and \
+                _all_same(self.keys or (), current.keys or ()) and \
+                _all_same(self.items, current.items)
+        if type(current) is not self.kind or \
+                len(current) != len(self.keys if self.keys is not None else self.items):
+            return False
+        if self.keys is not None:
+            if not _all_same(self.keys, tuple(current)):
+                return False
+            if self.keys_only:
+                return True
+            current = current.values()
+        return _all_same(self.items, tuple(current))
+
+    def __repr__(self) -> str:
+        texts = [shown(item) if type(item) is not Contents else repr(item)
+                 for item in self.items]
+        if self.keys is not None:
+            pairs = zip(self.keys, texts if not self.keys_only else ["..."] * len(self.keys),
+                        strict=True)
+            texts = [f"{shown(key)}: {text}" for key, text in pairs]
+        text = ", ".join(sorted(texts) if self.kind in (set, frozenset) else texts)
+        text = f"[{text}]" if self.keys is None and self.kind is not set else f"{{{text}}}"
+        return text if self.kind in (list, dict, set) else f"{self.kind.__name__}({text})"
+
+
+def contents(value, keys_only: bool = False, depth: int = NESTED) -> Contents | None:
+    """The ``Contents`` of a list, set, dict or deque (a subclass whose items C code reads:
+    ``OrderedDict``, ``defaultdict``) of plain or named values, or of such lists and dicts,
+    ``depth`` levels down, ``MAX_CONTENTS`` values in all; None for anything else."""
+    room = [MAX_CONTENTS]
+    return _snapshot(value, keys_only, depth, room)
+
+
+def _snapshot(value, keys_only: bool, depth: int, room: list) -> Contents | None:
+    if not isinstance(value, _CONTENT_KINDS) or depth == 0 or \
+            not (type(value) in _CONTENT_KINDS or keyed(value) or type(value) is set):
+        return None
+    room[0] -= len(value)
+    if room[0] < 0:
+        return None
+    keys = tuple(value) if isinstance(value, dict) else None
+    if keys is not None and not all(map(is_plain, keys)):
+        return None
+    items = []
+    for item in () if keys_only else value.values() if keys is not None else tuple(value):
+        if not read_again(item):
+            item = _snapshot(item, False, depth - 1, room)
+            if item is None:
+                return None
+        items.append(item)
+    return Contents(type(value), tuple(items), keys, keys_only and keys is not None)
+
+
+def _all_same(expected: tuple, current: tuple) -> bool:
+    return len(expected) == len(current) and all(map(_item_same, expected, current))
+
+
+def _item_same(expected, current) -> bool:
+    if type(expected) is Contents:
+        return expected.matches(current)
+    if type(current) is not type(expected):   # ``1`` and ``1.0``, ``True`` and ``1``
+        return False
+    return current is expected or same(expected, current)
 
 
 def _same_named(expected, current) -> bool:
@@ -153,7 +239,9 @@ class AliasOf:
 def same(expected, current, depth: int = NESTED) -> bool:
     """A watched value as the compiling trace left it (an array: any array, read anew; a
     list, tuple or dict: one of the same keys and kind of items, which a replay rebinds, as
-    ``self.cache = {"h": h}`` set where there was none)."""
+    ``self.cache = {"h": h}`` set where there was none; a ``Contents``: equal ones)."""
+    if type(expected) is Contents:
+        return expected.matches(current)
     if type(expected) is np.ndarray:
         return type(current) is np.ndarray
     if type(expected) in (list, tuple, dict) and not is_plain(expected):

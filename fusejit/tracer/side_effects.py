@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import pystate
+from . import pystate, whole_uses
 from .captures import (
     MAX_ITEMS,
     OBJECT_DEPTH,
@@ -84,6 +84,8 @@ class Snapshot:
     root: str | None = None   # the argument's name (pystate.Watch.root)
     aliases: list = None      # (leaf, steps, label) of the other paths that reach ``obj``
     copies: dict = None       # attribute name -> (keys, items) of a list or dict holding none
+    contents: dict = None     # attribute name -> pystate.Contents of a list, set or dict of
+    #                           plain values (``whole_uses``)
 
 
 def watchable(obj) -> bool:
@@ -130,7 +132,7 @@ def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:
         return
     attrs = _attributes(obj)
     snaps.append(Snapshot(leaf, steps, obj, attrs, _lists(attrs), label, _plain_items(attrs),
-                          copies=_copies(attrs)))
+                          copies=_copies(attrs), contents=whole_uses.contents_of(attrs.items())))
     seen[id(obj)] = snaps[-1]
     for name, value in attrs.items():
         for here, text, item in _held_objects(value, (*steps, ("attr", name)),
@@ -196,6 +198,17 @@ def _copies(attrs: dict) -> dict:
             if not any(map(pystate.keyed, items)):
                 found[name] = (list(value) if isinstance(value, dict) else None, items)
     return found
+
+
+def _whole_changed(recorder, snap, name: str, container) -> bool:
+    """A list, set or dict of plain values the body changed that its code uses whole
+    (``whole_uses.changed``): state."""
+    before = (snap.contents or {}).get(name)
+    if before is None or whole_uses.changed({name: before}, {name: container},
+                                           recorder.entered) is None:
+        return False
+    recorder.state_changed(whole_uses.watch_of(_watch(snap, name)), before, container)
+    return True
 
 
 def _untouched(snap, name: str, container) -> bool:
@@ -315,6 +328,8 @@ def _check_attr(recorder, snap, name, value, known=frozenset(), held=frozenset):
             _check_plain_items(recorder, snap, name, value)
             _unwrap_in_place(value)
             return write
+        if _whole_changed(recorder, snap, name, value):
+            return None
         if name in snap.lists:
             _check_plain_items(recorder, snap, name, value)
             _check_removed(recorder, snap, name, value)

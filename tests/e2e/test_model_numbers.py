@@ -157,23 +157,11 @@ IDS = ["tied-untied", "back-reference", "deque", "deque-from-end", "ordered-dict
        "deep-through-back-references", "back-reference-rebound"]
 
 
-def _compiled(root: str, model):
-    if root == "self":
-        return fusejit.compile(model.forward)
-    if root == "global":
-        globals()["MODEL"] = model
-        return fusejit.compile(lambda x: MODEL.forward(x))   # noqa: F821 -- set above
-    if root == "partial":
-        return fusejit.compile(functools.partial(type(model).forward, model))
-    compiled = fusejit.compile(lambda m, x: m.forward(x))
-    return lambda x: compiled(model, x)
-
-
 @pytest.mark.parametrize("root", ["self", "global", "argument", "partial"])
 @pytest.mark.parametrize(("make", "change"), CHANGES, ids=IDS)
 def test_a_number_changed_between_calls_is_read_as_it_is(root, make, change):
     model = make()
-    compiled = _compiled(root, model)
+    compiled = model_helpers.compiled_as(root, model)
     assert_same(model.forward(X), compiled(X))
     assert_same(model.forward(X), compiled(X))
     change(model)
@@ -291,7 +279,7 @@ class Listed:
                          ids=["in-a-list", "read-by-its-method"])
 def test_a_named_tuple_in_a_list_or_read_by_its_own_method(root, change):
     model = Listed()
-    compiled = _compiled(root, model)
+    compiled = model_helpers.compiled_as(root, model)
     assert_same(model.forward(X), compiled(X))
     change(model)
     assert_same(model.forward(X), compiled(X))
@@ -311,7 +299,7 @@ class Params:
 @pytest.mark.parametrize("root", ["self", "global", "argument"])
 def test_a_key_the_body_tests_with_in_is_looked_for_again(root):
     model = Params()
-    compiled = _compiled(root, model)
+    compiled = model_helpers.compiled_as(root, model)
     assert_same(model.forward(X), compiled(X))
     model.params["bias"] = np.full(4, 3.0, np.float32)
     assert_same(model.forward(X), compiled(X))
@@ -456,7 +444,7 @@ class Gated:
 @pytest.mark.parametrize("root", ["self", "global", "argument", "partial"])
 def test_a_key_tested_with_in_below_any_root_is_looked_for_again(root):
     model = Gated()
-    compiled = _compiled(root, model)
+    compiled = model_helpers.compiled_as(root, model)
     assert_same(model.forward(X), compiled(X))
     model.d.pop("a")
     assert_same(model.forward(X), compiled(X))

@@ -1,0 +1,223 @@
+"""Where code uses a container as a whole, not one item of it by a constant key:
+``for d in self.dims``, ``len(NAMES)``, ``name in self.skip``, ``self.cfg.items()``,
+``self.sizes[i]``.
+
+A trace reads a list, set, dict or deque of plain values that way once, and a replay would
+answer for what it held then (one more item appended, a name dropped from a set). The reads
+of plain values (``attribute_reads``, ``object_reads``, ``code_reads``) take such a container
+whole (``pystate.Contents``, ``read_of``) where the code uses it so; where it subscripts it
+by a constant (``self.cfg["eps"]``) or asks whether a constant key is in a dict (``"bias" in
+self.params``), the item or the key alone is read, so a count kept beside it
+(``self.state["steps"]``) makes no path trace again.
+
+``uses(code)`` gives the places so used, by how the code names them: ``("attr", name)`` for
+``obj.name``, ``("name", name)`` for a global or closure name, ``("item", key)`` for
+``obj[key]`` with a constant key; each with how it is used (``_LEVELS``): its items
+("whole": ``self.w[i]``, ``sum(...)`` of a list, ``d.items()``), a dict's keys alone
+("keys": ``for k in d``, ``k in d``, ``d.keys()``), handed on ("passed": an argument of a
+call, bound to a local; a dict so handed is read where its items are, by key), or asked for
+a constant key ("in": a dict's key alone, ``code_reads``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections import deque
+
+from . import pystate
+from .bytecode import LOADS, get_key, instructions_of, is_key, opname, subscript_of
+from .loc import classify, per_code
+
+_CONTAINERS = (list, set, dict, deque)   # and their subclasses: ``pystate.contents`` decides
+_NAMES = ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF")
+_LEVELS = ("in", "passed", "keys", "whole")   # how much of it a use reads, least first
+# methods of a list, set, dict or deque that read its keys, or all of it (mutators are state)
+_KEY_METHODS = frozenset({"keys", "__iter__", "__contains__", "__len__"})
+_READING = frozenset({"values", "items", "index", "count", "copy", "get", "setdefault",
+                      "issubset", "issuperset", "isdisjoint", "union", "intersection",
+                      "difference", "symmetric_difference", "__getitem__", "__eq__"})
+_CALLS = ("PRECALL", "CALL")
+_ITERATING = frozenset({"len", "sorted", "list", "tuple", "set", "frozenset", "enumerate",
+                        "iter", "sum", "max", "min", "any", "all", "zip", "reversed"})
+# what reads all of the value it is given (a comparison, arithmetic, ``*args``, unpacking)
+_CONSUMING = frozenset({"COMPARE_OP", "BINARY_OP", "UNPACK_SEQUENCE", "UNPACK_EX",
+                        "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE",
+                        "CALL_FUNCTION_EX", "FORMAT_VALUE", "BINARY_SUBSCR"})
+
+
+@per_code()
+def uses(code) -> frozenset:
+    """``(level, kind, name)`` for each place the code (and the code nested in it) uses
+    whole, at the levels it uses it (module docstring)."""
+    instructions = instructions_of(code)
+    found = set()
+    for k in range(len(instructions)):
+        place, after = _place(instructions, k)
+        level = None if place is None else _use(instructions, after, k)
+        if level is not None:
+            found.add((level, *place))
+        level = _local_use(instructions, k)
+        if level is not None:   # ``for k, v in cfg.items()`` of a parameter ``cfg``
+            found.add((level, "local", None))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= uses(const)
+    return frozenset(found)
+
+
+def of(codes) -> frozenset:
+    """The whole uses of the user code among ``codes``."""
+    return frozenset().union(*(uses(code) for code in codes or ()
+                               if classify(code.co_filename) == "user"))
+
+
+def read_of(found: frozenset, kind: str, name, value) -> pystate.Contents | None:
+    """What a read of ``value``, held at the place ``(kind, name)``, checks before each
+    replay where code (``found``: its ``uses``) uses it whole: its ``pystate.Contents`` (a
+    dict's keys alone where that is all the code reads of it); None where the code reads
+    its items by key (or not at all), or it holds other than plain values."""
+    level = _level(found, kind, name, value)
+    if level is None:
+        return None
+    return pystate.contents(value, keys_only=level == "keys")
+
+
+def _level(found: frozenset, kind: str, name, value) -> str | None:
+    """How much of ``value`` at ``(kind, name)`` the code reads: a dict handed on is read
+    as a local name is elsewhere (``def act(cfg): return sum(cfg.values())``): at the most
+    any local dict is."""
+    is_dict = isinstance(value, dict)
+    levels = [level for level in _LEVELS if (level, kind, name) in found
+              and not (is_dict and level == "in")]
+    if is_dict and levels and levels[-1] == "passed":
+        levels = [level for level in ("keys", "whole") if (level, "local", None) in found]
+    if not levels or not isinstance(value, _CONTAINERS):
+        return None
+    return levels[-1] if is_dict else "whole"
+
+
+def _local_use(instructions: list, k: int) -> str | None:
+    """How much of a dict a local name loaded at ``instructions[k]`` is read as: "whole"
+    (``cfg.items()``, ``cfg.values()``, ``cfg.get(k)``), "keys" (``cfg.keys()``, ``k in
+    cfg``, ``for k in cfg``); None for anything else (an array's arithmetic, ``cfg["lr"]``)."""
+    if instructions[k].opname != "LOAD_FAST":
+        return None
+    op = opname(instructions, k + 1)
+    if op in LOADS:
+        name = instructions[k + 1].argval
+        if name in ("items", "values") or (name == "get" and
+                                           not get_key(instructions, k + 2)):
+            return "whole"
+        return "keys" if name == "keys" else None
+    if op == "GET_ITER" or (op == "CONTAINS_OP" and not _tested_by_constant(instructions, k)):
+        return "keys"
+    return None
+
+
+def _place(instructions: list, k: int) -> tuple:
+    """(the place, the index past it) where ``instructions[k]`` loads a value: an attribute,
+    a global or closure name, an item by a constant key; (None, k) otherwise."""
+    ins = instructions[k]
+    if ins.opname == "LOAD_ATTR":
+        return ("attr", ins.argval), k + 1
+    if ins.opname in _NAMES:
+        return ("name", ins.argval), k + 1
+    if ins.opname == "LOAD_CONST" and is_key(ins.argval):
+        subscript, after = subscript_of(instructions, k + 1)
+        if subscript == "BINARY_SUBSCR":
+            return ("item", ins.argval), after
+    return None, k
+
+
+def _use(instructions: list, j: int, start: int) -> str | None:
+    """How much of the value loaded just before ``instructions[j]`` the code reads
+    (``_LEVELS``), or None (an attribute or constant item of it, or nothing: it is
+    returned)."""
+    op = opname(instructions, j)
+    if op in LOADS:   # ``self.cfg.items()``; ``self.cfg.get("k")`` reads that key alone
+        name = instructions[j].argval
+        if name == "get" and get_key(instructions, j + 1):
+            return None
+        return "keys" if name in _KEY_METHODS else "whole" if name in _READING else None
+    if op == "LOAD_CONST" and is_key(instructions[j].argval) and \
+            subscript_of(instructions, j + 1)[0] is not None:
+        return None   # ``self.cfg["eps"]``, ``self.cfg["n"] += 1``
+    if op in ("COPY", "DUP_TOP", "DUP_TOP_TWO", "STORE_ATTR", "DELETE_ATTR", None):
+        return None
+    if op == "RETURN_VALUE" or (op == "BUILD_TUPLE" and
+                                opname(instructions, j + 1) == "RETURN_VALUE"):
+        return None   # handed back, not read: ``returned_containers`` returns it as it is
+    if op == "CONTAINS_OP":
+        return "in" if _tested_by_constant(instructions, start) else "keys"
+    if op == "GET_ITER" or (op in _CALLS and _iterated_by_builtin(instructions, start)):
+        return "keys"   # a dict's keys, a list's items: ``len(d)``, ``sorted(d)``
+    if op in _CONSUMING or (op in (*_NAMES, "LOAD_FAST") and
+                            opname(instructions, j + 1) == "BINARY_SUBSCR"):
+        return "whole"   # ``self.sizes[i]``
+    return "passed"
+
+
+def _iterated_by_builtin(instructions: list, k: int) -> bool:
+    """The value loaded at ``instructions[k]`` (a name or a chain of attributes and constant
+    subscripts below one) is the one argument of a builtin that iterates it (``len(d)``)."""
+    while k > 0 and instructions[k].opname in ("LOAD_ATTR", "LOAD_CONST", "BINARY_SUBSCR"):
+        k -= 1
+    callee = instructions[k - 1] if k >= 1 else None
+    return callee is not None and callee.opname == "LOAD_GLOBAL" and \
+        callee.argval in _ITERATING
+
+
+def _tested_by_constant(instructions: list, k: int) -> bool:
+    """The value loaded at ``instructions[k]``, a name or an attribute chain below one, is
+    what an ``in`` test looks for a constant key in (``"bias" in self.params``, ``"q" in
+    FLAGS``: a dict's key alone is read, ``code_reads``); not below a subscript (``"q" in
+    self.cfg["inner"]``: whole)."""
+    while k > 0 and instructions[k].opname == "LOAD_ATTR":
+        k -= 1
+    return instructions[k].opname in (*_NAMES, "LOAD_FAST") and k >= 1 and \
+        opname(instructions, k - 1) == "LOAD_CONST" and is_key(instructions[k - 1].argval)
+
+
+def contents_of(pairs) -> dict:
+    """name -> ``pystate.Contents`` of each list, set or dict of plain values among the
+    ``(name, value)`` pairs (an object's attributes before the body ran)."""
+    found = {}
+    for name, value in pairs:
+        held = pystate.contents(value) if isinstance(value, _CONTAINERS) else None
+        if held is not None:
+            found[name] = held
+    return found
+
+
+def changed(before: dict, now: dict, codes) -> tuple | None:
+    """(name, what it held, what it holds) of the first attribute in ``before``
+    (``contents_of``) that the body changed (an item appended, a name added to a set) and
+    that ``codes`` use whole (``len(self.seen)``): a replay would neither change it nor see
+    it changed, so it is state. One the body only appends to (a log) is not."""
+    moved = [(name, held, now.get(name, pystate.ABSENT)) for name, held in before.items()
+             if state(held, now.get(name, pystate.ABSENT))]
+    if not moved:
+        return None
+    found = of(codes)
+    return next(((name, held, value) for name, held, value in moved
+                 if _level(found, "attr", name, value) is not None), None)
+
+
+def state(before, now) -> bool:
+    """``now`` is a list, set or dict of plain values other than ``before`` (its
+    ``pystate.Contents``): one that holds an array since is a traced value stored into it,
+    or a buffer made there, not a number changed (``capture_proxies``, ``side_effects``)."""
+    return not before.matches(now) and pystate.contents(now) is not None
+
+
+def watch_of(watch: pystate.Watch) -> pystate.Watch:
+    """``watch`` reading a snapshot of the container it finds (``pystate.Contents``), which
+    a check before each replay compares with the one the compiling trace left: the live
+    container would be the same object, changed or not."""
+    read = watch.read
+    return dataclasses.replace(watch, read=lambda root: _snapshot_of(read(root)))
+
+
+def _snapshot_of(value):
+    held = pystate.contents(value)
+    return value if held is None else held
