@@ -211,7 +211,9 @@ def trace(fn, args: tuple, kwargs: dict, name: str | None = None,
         recorded.result, recorded.item_stores = recorded.result[0], tuple(stores)
     recorded.layouts, recorded.capture_layouts = layouts.kept(recorder, proxies, arg_leaves,
                                                               leaves)
-    recorded.attribute_reads = attribute_reads.find(fn, before, recorder.entered)
+    places = recorder.code_places
+    recorded.attribute_reads = attribute_reads.find(fn, before, recorder.entered,
+                                                    places.handed if places else None)
     recorded.plain_reads = recorder.plain_reads
     recorded.substituted = tuple(recorder.substituted)
     found = returned_containers.markers(recorded.result)

@@ -54,13 +54,22 @@ def static_reads(fn, codes) -> list[tuple]:
         return found
     for name, value in fn.keywords.items():
         if _by_identity(value):
-            found += object_reads.below(value, (("object", value), ()), name, codes, keys)
+            found += object_reads.below(value, (("object", value), ()), name, codes, keys,
+                                        name)
+    params = _parameters(fn.func)
     for k, value in enumerate(fn.args):   # ``partial(Model.forward, model)``: the one object
         label = f"partial argument {k}"
         found += object_reads.class_reads(value, label, names_of(codes)) \
             if isinstance(value, type) else \
-            object_reads.below(value, (("object", value), ()), label, codes, keys)
+            object_reads.below(value, (("object", value), ()), label, codes, keys,
+                               params[k] if k < len(params) else None)
     return found
+
+
+def _parameters(func) -> tuple:
+    """The names of the positional parameters of the function a partial binds."""
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    return code.co_varnames[:code.co_argcount] if code is not None else ()
 
 
 def _by_identity(value) -> bool:

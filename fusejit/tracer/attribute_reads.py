@@ -98,7 +98,7 @@ def _reach(leaves, owner, leaf: int, steps: tuple):
     return pystate.walk(owner if leaf < 0 else leaves[leaf], steps)
 
 
-def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
+def find(fn, snaps, entered=None, handed=None) -> tuple[AttributeRead, ...]:
     """The attributes of the snapshot objects that held the same plain value before and after
     the body, under a name its code (or their classes' methods) reads. ``entered``: the code
     objects the body's frames ran; a value other than None is read again only under a name
@@ -114,7 +114,7 @@ def find(fn, snaps, entered=None) -> tuple[AttributeRead, ...]:
     optional = frozenset().union(*map(getattr_names, codes))   # ``getattr(m, "k", 1.0)``
     missing = frozenset().union(*map(get_keys, codes))   # ``m.cfg.get("wd", 0.0)``
     present = frozenset().union(*map(contained_keys, codes))   # ``"b" in m.cfg``
-    uses = whole_uses.of(codes)   # ``for d in m.dims``
+    uses = whole_uses.of(codes, handed)   # ``for d in m.dims``, ``total(m.cfg)``
     found, late = [], []
     for snap in snaps:
         if snap.leaf in (-1, STATIC):

@@ -383,7 +383,8 @@ class _Swaps:
                 objects.append((obj, where, text))
         objects += [(obj, where, found_path(where[0], where[2], where[1])[2])
                     for obj, where in self.read_objects]
-        return found + object_reads.reads(objects, codes)
+        places = self.recorder.code_places
+        return found + object_reads.reads(objects, codes, places.handed if places else None)
 
     def alias_reads(self) -> list[AliasPlainRead]:
         """The reads of each other place that reached a user object (``held_reads`` reads

@@ -27,6 +27,7 @@ NumPy, SciPy and fusejit is not looked at.
 """
 from __future__ import annotations
 
+import dataclasses
 import dis
 import os
 import sys
@@ -65,6 +66,8 @@ class Places:
         self.draws = draws   # random_draws.Draws: the generators the code loads are watched
         self.seen: dict = {}   # (id(code), id(globals)) -> code: those looked at
         self.cells = {} if cells is None else cells   # id(code) -> Cells (None: two closures)
+        self.handed: dict = {}   # dicts given to parameters read whole: whole_uses.note_handed
+        self.pending: dict = {}   # place -> the read of a dict handed on (``settle``)
 
 
 class Cells:
@@ -139,7 +142,8 @@ def _whole_name(root, steps: tuple, found: frozenset) -> bool:
     """A global or cell the code uses whole that holds a list, set or dict of plain values
     (``for d in DIMS``): the overlay reads only the plain values its names hold."""
     value = root.get(steps[0], pystate.ABSENT)
-    return len(steps) == 1 and whole_uses.read_of(found, "name", steps[0], value) is not None
+    return len(steps) == 1 and (whole_uses.read_of(found, "name", steps[0], value) is not None
+                                or (type(value) is dict and ("passed", "name", steps[0]) in found))
 
 
 def _noted(root, steps: tuple, stored: bool, places: Places, prefix: str,
@@ -168,7 +172,7 @@ def settle(places: Places | None, recorder) -> dict:
                            or read.value is pystate.PRESENT) \
                 and read.holds():   # ABSENT: ``CFG.get("wd", 0.0)`` found no item
             kept[key] = read
-    return kept
+    return kept | (_handed_reads(places) if places is not None else {})
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,8 +253,11 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             walked.append((kind, name, type(obj)))
             obj = mapping.get(name, pystate.ABSENT)
         last = depth == len(steps) - 1
+        place = ("name", steps[0]) if depth == 0 else steps[depth]
         if stored is not True and (last or steps[depth + 1][0] == "attr"):
-            obj = _whole(obj, ("name", steps[0]) if depth == 0 else steps[depth], found)
+            obj = _whole(obj, place, found)
+        if last and stored is False and type(obj) is dict and ("passed", *place) in found:
+            _note_handed(module_globals, steps, walked, obj, places, prefix)
         if last and stored == "in" and obj is not pystate.ABSENT:
             obj = pystate.PRESENT   # ``"q" in FLAGS``: whether it is there
         answers = depth and hasattr(type(mapping), "__missing__")   # a subscript does too
@@ -268,6 +275,34 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
         if obj is pystate.ABSENT or obj is pystate.PRESENT or pystate.is_plain(obj) or \
                 type(obj) is pystate.Contents:
             return
+
+
+def _note_handed(module_globals, steps: tuple, walked: list, obj: dict, places: Places,
+                 prefix: str) -> None:
+    """A dict of plain values handed to a function (``total(CFG)``), which ``settle`` reads
+    whole if a function it was handed to reads it whole (``Places.handed``), as it holds
+    now, before that code runs."""
+    held = pystate.contents(obj)
+    if held is not None:
+        label = prefix + _label(steps)
+        places.pending[("global", id(module_globals), *steps)] = \
+            PlainRead(("global", module_globals, steps[0]), held, label) if len(steps) == 1 \
+            else ChainRead(module_globals, tuple(walked), held, label)
+
+
+def _handed_reads(places: Places) -> dict:
+    """The pending reads of dicts handed on (``_note_handed``) that a function reads whole,
+    as much of them as it reads."""
+    found, kept = whole_uses.of((), places.handed), {}
+    for key, read in places.pending.items():
+        level = whole_uses.handed_level(found, read.now())
+        if level is None or key in places.found:
+            continue
+        if level == "keys":
+            read = dataclasses.replace(read, value=read.value.keys_view())
+        if read.holds():
+            kept[key] = read
+    return kept
 
 
 def _whole(obj, place: tuple, found: frozenset):

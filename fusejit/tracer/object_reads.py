@@ -42,11 +42,11 @@ _ARRAY_NAMES = frozenset(dir(np.ndarray))
 _TUPLE_LOOKUP = tuple.__getattribute__   # a named tuple's: as ``object``'s
 
 
-def reads(objects, codes) -> list[tuple]:
+def reads(objects, codes, handed=None) -> list[tuple]:
     """(source, value, label, path[, cls]) for each ``(obj, where, text)`` walked from a global,
     cell or default; ``codes``: the user code objects the trace ran."""
     loose = set().union(*(self_reads(code)[1] for code in codes))
-    found_uses = whole_uses.of(codes)
+    found_uses = whole_uses.of(codes, handed)   # ``handed``: ``whole_uses.note_handed``
     optional = frozenset({("attr", name) for code in codes for name in getattr_names(code)}
                          | {("item", key) for code in codes for key in get_keys(code)})
     loose = {(("attr", name),) for name in loose | {"__call__"}
@@ -172,17 +172,20 @@ def class_reads(cls: type, label: str, names: set) -> list[tuple]:
     return found
 
 
-def below(value, where, text: str, codes, keys: frozenset) -> list[tuple]:
+def below(value, where, text: str, codes, keys: frozenset, param: str | None = None
+          ) -> list[tuple]:
     """What the code reads below a value given to it (an argument that is not traced, a
     closure cell's or a bound method's object, a static argument): an object's paths
-    (``reads``), a list's or dict's items, or the value itself where it is plain or named."""
+    (``reads``), a list's or dict's items, or the value itself where it is plain or named;
+    a list, set or dict of plain values bound to the parameter ``param`` that the code uses
+    whole (``partial(f, dims)``, ``for d in dims``), as its ``pystate.Contents``."""
     if type(value) in pystate.PROXIES:
         return []
     if pystate.read_again(value):
         return [(where[0], value, text, where[1])]
     uses = whole_uses.of(codes)
-    held = whole_uses.read_of(uses, "local", None, value)   # ``partial(f, dims)``: ``for d
-    found = [] if held is None else [(where[0], held, text, where[1])]   # in dims``
+    held = whole_uses.read_of(uses, "local", param, value)   # ``partial(f, dims)``: ``for
+    found = [] if held is None else [(where[0], held, text, where[1])]   # d in dims``
     if held is not None and not held.keys_only:
         return found
     if isinstance(value, (list, dict, types.MappingProxyType)):   # its items by key too

@@ -97,10 +97,11 @@ class Contents:
     inside. ``keys_only``: a dict whose keys alone the code reads (``for k in self.cfg``,
     ``k in self.cfg``)."""
 
-    __slots__ = ("kind", "items", "keys", "keys_only")
+    __slots__ = ("kind", "items", "keys", "keys_only", "item_types", "key_types")
 
     def __init__(self, kind: type, items: tuple, keys: tuple | None, keys_only: bool = False):
         self.kind, self.items, self.keys, self.keys_only = kind, items, keys, keys_only
+        self.item_types, self.key_types = _flat_types(items), _flat_types(keys or ())
 
     def matches(self, current) -> bool:
         if type(current) is Contents:   # a watch's snapshot (``whole_uses.watch_of``)
@@ -111,12 +112,16 @@ class Contents:
                 len(current) != len(self.keys if self.keys is not None else self.items):
             return False
         if self.keys is not None:
-            if not _all_same(self.keys, tuple(current)):
+            if not _all_same(self.keys, tuple(current), self.key_types):
                 return False
             if self.keys_only:
                 return True
             current = current.values()
-        return _all_same(self.items, tuple(current))
+        return _all_same(self.items, tuple(current), self.item_types)
+
+    def keys_view(self) -> Contents:
+        """The same snapshot of a dict, its keys alone."""
+        return Contents(self.kind, (), self.keys, True) if self.keys is not None else self
 
     def __repr__(self) -> str:
         texts = [shown(item) if type(item) is not Contents else repr(item)
@@ -158,8 +163,24 @@ def _snapshot(value, keys_only: bool, depth: int, room: list) -> Contents | None
     return Contents(type(value), tuple(items), keys, keys_only and keys is not None)
 
 
-def _all_same(expected: tuple, current: tuple) -> bool:
-    return len(expected) == len(current) and all(map(_item_same, expected, current))
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat_types(values: tuple) -> tuple | None:
+    """The types of ``values`` where all are ``str``, ``int``, ``float``, ``bool`` or None,
+    which C compares (``_all_same``); None otherwise."""
+    types_ = tuple(map(type, values))
+    return types_ if _FLAT.issuperset(types_) else None
+
+
+def _all_same(expected: tuple, current: tuple, types_: tuple | None = None) -> bool:
+    """Item by item: of the same type, equal (``same``); where ``types_`` are the items'
+    (plain scalars alone), C compares them first, each NaN by identity."""
+    if len(expected) != len(current):
+        return False
+    if types_ is not None and expected == current and tuple(map(type, current)) == types_:
+        return True
+    return all(map(_item_same, expected, current))
 
 
 def _item_same(expected, current) -> bool:

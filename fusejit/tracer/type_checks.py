@@ -29,7 +29,7 @@ import sys
 from contextlib import contextmanager
 
 from ..ir import Loc
-from . import code_reads
+from . import code_reads, whole_uses
 from .context import unwrap
 from .loc import classify, in_stdlib, per_code
 from .scalars import TracedFloat
@@ -103,6 +103,7 @@ def watched(recorder):
         code = frame.f_code
         entered.add(code)   # the attributes it reads: ``attribute_reads``
         code_reads.entering(frame, places)   # the plain values it reads: ``code_reads``
+        whole_uses.note_handed(frame, places.handed)   # ``def total(cfg): cfg.values()``
         draws.frame_started(frame)   # fresh entropy: ``random_draws``
         return within if _sites(code)[0] else None
     sys.settrace(entering)

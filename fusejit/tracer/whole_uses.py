@@ -12,11 +12,13 @@ self.params``), the item or the key alone is read, so a count kept beside it
 
 ``uses(code)`` gives the places so used, by how the code names them: ``("attr", name)`` for
 ``obj.name``, ``("name", name)`` for a global or closure name, ``("item", key)`` for
-``obj[key]`` with a constant key; each with how it is used (``_LEVELS``): its items
-("whole": ``self.w[i]``, ``sum(...)`` of a list, ``d.items()``), a dict's keys alone
-("keys": ``for k in d``, ``k in d``, ``d.keys()``), handed on ("passed": an argument of a
-call, bound to a local; a dict so handed is read where its items are, by key), or asked for
-a constant key ("in": a dict's key alone, ``code_reads``).
+``obj[key]`` with a constant key, ``("local", name)`` for a local name; each with how it is
+used (``_LEVELS``): its items ("whole": ``self.w[i]``, ``sum(...)`` of a list,
+``d.items()``), a dict's keys alone ("keys": ``for k in d``, ``k in d``, ``d.keys()``,
+``len(d)``, ``if d:``), handed on ("passed": an argument of a call, bound to a local name:
+a dict so handed is read by the constant keys code subscripts, or as the local name it is
+bound to in that code is read: ``cfg = self.cfg; cfg.items()``), or asked for a constant
+key ("in": a dict's key alone, ``code_reads``).
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ _READING = frozenset({"values", "items", "index", "count", "copy", "get", "setde
                       "issubset", "issuperset", "isdisjoint", "union", "intersection",
                       "difference", "symmetric_difference", "__getitem__", "__eq__"})
 _CALLS = ("PRECALL", "CALL")
+_TESTS = ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+          "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
+          "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "UNARY_NOT")   # ``if self.hooks:``
 _ITERATING = frozenset({"len", "sorted", "list", "tuple", "set", "frozenset", "enumerate",
                         "iter", "sum", "max", "min", "any", "all", "zip", "reversed"})
 # what reads all of the value it is given (a comparison, arithmetic, ``*args``, unpacking)
@@ -50,25 +55,52 @@ def uses(code) -> frozenset:
     """``(level, kind, name)`` for each place the code (and the code nested in it) uses
     whole, at the levels it uses it (module docstring)."""
     instructions = instructions_of(code)
-    found = set()
+    found, stored = set(), []
     for k in range(len(instructions)):
         place, after = _place(instructions, k)
         level = None if place is None else _use(instructions, after, k)
         if level is not None:
             found.add((level, *place))
-        level = _local_use(instructions, k)
-        if level is not None:   # ``for k, v in cfg.items()`` of a parameter ``cfg``
-            found.add((level, "local", None))
+        if level == "passed" and opname(instructions, after) == "STORE_FAST":
+            stored.append((place, instructions[after].argval))   # ``cfg = self.cfg``
+        if instructions[k].opname == "LOAD_FAST":
+            level = _use(instructions, k + 1, k)
+            if level in ("keys", "whole"):   # ``for k, v in cfg.items()``, ``cfg[k]``
+                found.add((level, "local", instructions[k].argval))
+    for place, name in stored:   # read as that local name is
+        found.update((level, *place) for level in ("keys", "whole")
+                     if (level, "local", name) in found)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             found |= uses(const)
     return frozenset(found)
 
 
-def of(codes) -> frozenset:
-    """The whole uses of the user code among ``codes``."""
-    return frozenset().union(*(uses(code) for code in codes or ()
-                               if classify(code.co_filename) == "user"))
+def of(codes, handed: dict | None = None) -> frozenset:
+    """The whole uses of the user code among ``codes``, and ``("level", "object", id)`` for
+    each dict ``handed`` to a parameter that code reads whole (``note_handed``)."""
+    found = frozenset().union(*(uses(code) for code in codes or ()
+                                if classify(code.co_filename) == "user"))
+    return found | {(level, "object", key) for key, (_, level) in (handed or {}).items()}
+
+
+@per_code()
+def _parameter_levels(code) -> tuple:
+    """(name, level) of each parameter the code reads whole as a local name (``def
+    total(cfg): return sum(cfg.values())``)."""
+    found = uses(code) if classify(code.co_filename) == "user" else frozenset()
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return tuple((name, level) for name in names for level in ("whole", "keys")
+                 if (level, "local", name) in found)
+
+
+def note_handed(frame, handed: dict) -> None:
+    """The dicts given to the parameters of ``frame`` (a call starting) that its code reads
+    whole: id -> (the dict, kept alive while its id is a key; the level)."""
+    for name, level in _parameter_levels(frame.f_code):
+        value = frame.f_locals.get(name)
+        if isinstance(value, dict) and handed.get(id(value), (None, "keys"))[1] != "whole":
+            handed[id(value)] = (value, level)
 
 
 def read_of(found: frozenset, kind: str, name, value) -> pystate.Contents | None:
@@ -82,36 +114,24 @@ def read_of(found: frozenset, kind: str, name, value) -> pystate.Contents | None
     return pystate.contents(value, keys_only=level == "keys")
 
 
+def handed_level(found: frozenset, value) -> str | None:
+    """How much of the dict ``value`` a function it was handed to reads (``of``)."""
+    return next((level for level in ("whole", "keys")
+                 if (level, "object", id(value)) in found), None)
+
+
 def _level(found: frozenset, kind: str, name, value) -> str | None:
-    """How much of ``value`` at ``(kind, name)`` the code reads: a dict handed on is read
-    as a local name is elsewhere (``def act(cfg): return sum(cfg.values())``): at the most
-    any local dict is."""
+    """How much of ``value`` at ``(kind, name)`` the code reads: all of a list or set used
+    any way; of a dict, its keys or all of it, where the code reads them (a dict handed on,
+    or bound to a local name that is only subscripted by constant keys, is read by them)."""
     is_dict = isinstance(value, dict)
     levels = [level for level in _LEVELS if (level, kind, name) in found
-              and not (is_dict and level == "in")]
-    if is_dict and levels and levels[-1] == "passed":
-        levels = [level for level in ("keys", "whole") if (level, "local", None) in found]
+              and not (is_dict and level in ("in", "passed"))]
+    if is_dict and ("passed", kind, name) in found:   # handed to a function reading it
+        levels += [level for level in ("keys", "whole") if (level, "object", id(value)) in found]
     if not levels or not isinstance(value, _CONTAINERS):
         return None
-    return levels[-1] if is_dict else "whole"
-
-
-def _local_use(instructions: list, k: int) -> str | None:
-    """How much of a dict a local name loaded at ``instructions[k]`` is read as: "whole"
-    (``cfg.items()``, ``cfg.values()``, ``cfg.get(k)``), "keys" (``cfg.keys()``, ``k in
-    cfg``, ``for k in cfg``); None for anything else (an array's arithmetic, ``cfg["lr"]``)."""
-    if instructions[k].opname != "LOAD_FAST":
-        return None
-    op = opname(instructions, k + 1)
-    if op in LOADS:
-        name = instructions[k + 1].argval
-        if name in ("items", "values") or (name == "get" and
-                                           not get_key(instructions, k + 2)):
-            return "whole"
-        return "keys" if name == "keys" else None
-    if op == "GET_ITER" or (op == "CONTAINS_OP" and not _tested_by_constant(instructions, k)):
-        return "keys"
-    return None
+    return ("whole" if "whole" in levels else "keys") if is_dict else "whole"
 
 
 def _place(instructions: list, k: int) -> tuple:
@@ -149,8 +169,9 @@ def _use(instructions: list, j: int, start: int) -> str | None:
         return None   # handed back, not read: ``returned_containers`` returns it as it is
     if op == "CONTAINS_OP":
         return "in" if _tested_by_constant(instructions, start) else "keys"
-    if op == "GET_ITER" or (op in _CALLS and _iterated_by_builtin(instructions, start)):
-        return "keys"   # a dict's keys, a list's items: ``len(d)``, ``sorted(d)``
+    if op == "GET_ITER" or op in _TESTS or (op in _CALLS and
+                                            _iterated_by_builtin(instructions, start)):
+        return "keys"   # a dict's keys, a list's items: ``len(d)``, ``sorted(d)``, ``if d:``
     if op in _CONSUMING or (op in (*_NAMES, "LOAD_FAST") and
                             opname(instructions, j + 1) == "BINARY_SUBSCR"):
         return "whole"   # ``self.sizes[i]``

@@ -417,3 +417,76 @@ def test_a_dict_read_by_its_keys_has_its_items_read_by_key_too():
     model.params["steps"] += 1
     assert_same(model.forward(X), compiled(X))
     assert compiled.cache_info()["traces"] == 3
+
+
+SCALES = {"a": 2.0, "b": 3.0}
+
+
+def _through_a_helper(x):
+    return x * _total(SCALES)
+
+
+def _looped_total(cfg):
+    total = 0.0
+    for k in cfg:
+        total += cfg[k]
+    return total
+
+
+class Handing:
+    def __init__(self):
+        self.cfg, self.scales, self.hooks = {"a": 2.0, "b": 3.0}, {"a": 2.0, "b": 1.0}, {}
+
+    def forward(self, x):
+        scales = self.scales
+        for n in ("a", "b"):
+            x = x * scales[n]
+        y = x * _looped_total(self.cfg)
+        return y * 2 if self.hooks else y
+
+
+def test_a_global_dict_handed_to_a_helper_that_sums_it_is_read_again():
+    compiled = fusejit.compile(_through_a_helper)
+    try:
+        assert_same(_through_a_helper(X), compiled(X))
+        SCALES["b"] = 4.0
+        assert_same(_through_a_helper(X), compiled(X))
+    finally:
+        SCALES["b"] = 3.0
+
+
+@pytest.mark.parametrize("change", [lambda m: m.cfg.__setitem__("a", 5.0),
+                                    lambda m: m.scales.__setitem__("a", 5.0),
+                                    lambda m: m.hooks.__setitem__("h", 1)],
+                         ids=["helper-subscripting-by-its-keys", "local-subscripted-by-a-name",
+                              "tested-for-emptiness"])
+def test_a_dict_read_by_computed_keys_or_tested_is_read_again(change):
+    model = Handing()
+    compiled = fusejit.compile(model.forward)
+    assert_same(model.forward(X), compiled(X))
+    change(model)
+    assert_same(model.forward(X), compiled(X))
+
+
+class Optimizer:
+    def __init__(self):
+        self.params = {"w": np.ones(3, np.float32), "b": np.zeros(3, np.float32)}
+        self.hp = {"lr": 0.5, "step": 0}
+
+    def forward(self, x):
+        params = self.params
+        for _, p in params.items():
+            x = x + p
+        hp = self.hp
+        return x * hp["lr"]
+
+
+def test_a_count_beside_a_dict_bound_to_a_local_read_by_key_traces_nothing_again():
+    model = Optimizer()
+    compiled = fusejit.compile(model.forward)
+    for _ in range(4):
+        model.hp["step"] += 1
+        assert_same(model.forward(X), compiled(X))
+    assert compiled.cache_info()["traces"] == 1
+    model.hp["lr"] = 2.0
+    assert_same(model.forward(X), compiled(X))
