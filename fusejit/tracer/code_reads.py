@@ -142,8 +142,9 @@ def _whole_name(root, steps: tuple, found: frozenset) -> bool:
     """A global or cell the code uses whole that holds a list, set or dict of plain values
     (``for d in DIMS``): the overlay reads only the plain values its names hold."""
     value = root.get(steps[0], pystate.ABSENT)
-    return len(steps) == 1 and (whole_uses.read_of(found, "name", steps[0], value) is not None
-                                or (type(value) is dict and ("passed", "name", steps[0]) in found))
+    handed = isinstance(value, dict) and ("passed", "name", steps[0]) in found
+    return len(steps) == 1 and (handed or whole_uses.read_of(found, "name", steps[0], value)
+                                is not None)
 
 
 def _noted(root, steps: tuple, stored: bool, places: Places, prefix: str,
@@ -253,11 +254,11 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
             walked.append((kind, name, type(obj)))
             obj = mapping.get(name, pystate.ABSENT)
         last = depth == len(steps) - 1
-        place = ("name", steps[0]) if depth == 0 else steps[depth]
+        place, held = ("name", steps[0]) if depth == 0 else steps[depth], obj
         if stored is not True and (last or steps[depth + 1][0] == "attr"):
             obj = _whole(obj, place, found)
-        if last and stored is False and type(obj) is dict and ("passed", *place) in found:
-            _note_handed(module_globals, steps, walked, obj, places, prefix)
+        if last and stored is False and isinstance(held, dict) and ("passed", *place) in found:
+            _note_handed(module_globals, steps, walked, held, places, prefix)
         if last and stored == "in" and obj is not pystate.ABSENT:
             obj = pystate.PRESENT   # ``"q" in FLAGS``: whether it is there
         answers = depth and hasattr(type(mapping), "__missing__")   # a subscript does too
@@ -296,7 +297,10 @@ def _handed_reads(places: Places) -> dict:
     found, kept = whole_uses.of((), places.handed), {}
     for key, read in places.pending.items():
         level = whole_uses.handed_level(found, read.now())
-        if level is None or key in places.found:
+        noted = places.found.get(key, (None,))[0]   # as the body itself reads it: ``len(G)``
+        if level is None or (noted is not None and not (
+                level == "whole" and type(noted.value) is pystate.Contents
+                and noted.value.keys_only)):
             continue
         if level == "keys":
             read = dataclasses.replace(read, value=read.value.keys_view())

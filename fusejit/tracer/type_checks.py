@@ -103,9 +103,11 @@ def watched(recorder):
         code = frame.f_code
         entered.add(code)   # the attributes it reads: ``attribute_reads``
         code_reads.entering(frame, places)   # the plain values it reads: ``code_reads``
-        whole_uses.note_handed(frame, places.handed)   # ``def total(cfg): cfg.values()``
+        sites, _, levels = _sites(code)
+        if levels:   # ``def total(cfg): return sum(cfg.values())``
+            whole_uses.note_handed(frame, levels, places.handed)
         draws.frame_started(frame)   # fresh entropy: ``random_draws``
-        return within if _sites(code)[0] else None
+        return within if sites else None
     sys.settrace(entering)
     try:
         yield
@@ -114,14 +116,14 @@ def watched(recorder):
 
 
 @per_code()
-def _sites(code) -> tuple[tuple, dict]:
-    """The forms the code of a user frame has, each (kind, name or None, attr, line), and
-    them by line."""
+def _sites(code) -> tuple[tuple, dict, tuple]:
+    """The forms the code of a user frame has, each (kind, name or None, attr, line), them
+    by line, and the parameters it reads whole (``whole_uses.parameter_levels``)."""
     sites = _scan(code)
     by_line: dict[int, list] = {}
     for site in sites:
         by_line.setdefault(site[3], []).append(site)
-    return sites, by_line
+    return sites, by_line, whole_uses.parameter_levels(code)
 
 
 def _scan(code) -> tuple:

@@ -12,30 +12,33 @@ self.params``), the item or the key alone is read, so a count kept beside it
 
 ``uses(code)`` gives the places so used, by how the code names them: ``("attr", name)`` for
 ``obj.name``, ``("name", name)`` for a global or closure name, ``("item", key)`` for
-``obj[key]`` with a constant key, ``("local", name)`` for a local name; each with how it is
+``obj[key]`` with a constant key, ``("local", name)`` for a local name and ``("cell",
+name)`` for one a nested function or comprehension reads; each with how it is
 used (``_LEVELS``): its items ("whole": ``self.w[i]``, ``sum(...)`` of a list,
 ``d.items()``), a dict's keys alone ("keys": ``for k in d``, ``k in d``, ``d.keys()``,
 ``len(d)``, ``if d:``), handed on ("passed": an argument of a call, bound to a local name:
 a dict so handed is read by the constant keys code subscripts, or as the local name it is
-bound to in that code is read: ``cfg = self.cfg; cfg.items()``), or asked for a constant
-key ("in": a dict's key alone, ``code_reads``).
+bound to in that code is read: ``cfg = self.cfg; cfg.items()``, ``_linked``; or as the
+parameter of the function it is handed to is read: ``note_handed``), or asked for a
+constant key ("in": a dict's key alone, ``code_reads``).
 """
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 from collections import deque
 
 from . import pystate
 from .bytecode import LOADS, get_key, instructions_of, is_key, opname, subscript_of
-from .loc import classify, per_code
+from .loc import classify, in_stdlib, per_code
 
 _CONTAINERS = (list, set, dict, deque)   # and their subclasses: ``pystate.contents`` decides
 _NAMES = ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF")
 _LEVELS = ("in", "passed", "keys", "whole")   # how much of it a use reads, least first
 # methods of a list, set, dict or deque that read its keys, or all of it (mutators are state)
 _KEY_METHODS = frozenset({"keys", "__iter__", "__contains__", "__len__"})
-_READING = frozenset({"values", "items", "index", "count", "copy", "get", "setdefault",
+_READING = frozenset({"values", "items", "index", "count", "get", "setdefault",
                       "issubset", "issuperset", "isdisjoint", "union", "intersection",
                       "difference", "symmetric_difference", "__getitem__", "__eq__"})
 _CALLS = ("PRECALL", "CALL")
@@ -55,25 +58,42 @@ def uses(code) -> frozenset:
     """``(level, kind, name)`` for each place the code (and the code nested in it) uses
     whole, at the levels it uses it (module docstring)."""
     instructions = instructions_of(code)
-    found, stored = set(), []
+    targets = {ins.offset: k for k, ins in enumerate(instructions)}
+    found, links = set(), []
     for k in range(len(instructions)):
         place, after = _place(instructions, k)
+        if place is None and instructions[k].opname == "LOAD_FAST":
+            place, after = ("local", instructions[k].argval), k + 1
         level = None if place is None else _use(instructions, after, k)
-        if level is not None:
-            found.add((level, *place))
-        if level == "passed" and opname(instructions, after) == "STORE_FAST":
-            stored.append((place, instructions[after].argval))   # ``cfg = self.cfg``
-        if instructions[k].opname == "LOAD_FAST":
-            level = _use(instructions, k + 1, k)
-            if level in ("keys", "whole"):   # ``for k, v in cfg.items()``, ``cfg[k]``
-                found.add((level, "local", instructions[k].argval))
-    for place, name in stored:   # read as that local name is
-        found.update((level, *place) for level in ("keys", "whole")
-                     if (level, "local", name) in found)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            found |= uses(const)
-    return frozenset(found)
+        if level is not None and (place[0] != "local" or _dict_use(instructions, after, level)):
+            found.add((level, *place))   # a local's: ``for k, v in cfg.items()``, ``cfg[k]``
+        if instructions[k].opname == "LOAD_DEREF" and _dict_use(instructions, after, level):
+            found.add((level, "cell", place[1]))   # a local of this code or the enclosing
+        links += _links(instructions, targets, after, place) if place is not None else []
+    for const in code.co_consts:   # a comprehension's, a closure's: its cells are ours, its
+        if isinstance(const, types.CodeType):   # locals its own
+            found |= {use for use in uses(const) if use[1] not in ("local", "elements")}
+    return frozenset(_linked(found, links))
+
+
+def _linked(found: set, links: list) -> set:
+    """``found`` with the places bound to local names read as those names are (``c =
+    cfg``, ``hp = self.hp or {}``), through any number of them."""
+    while True:
+        more = {(level, kind, *place) for (kind, *place), name in links
+                for level in ("keys", "whole")
+                if (level, "local", name) in found or (level, "cell", name) in found}
+        if more <= found:
+            return found
+        found |= more
+
+
+def _dict_use(instructions: list, j: int, level: str) -> bool:
+    """A local name's use that reads a dict (its items: ``cfg.items()``, ``cfg[k]``; its keys:
+    ``for k in cfg``, ``if cfg:``), not arithmetic or a comparison, which no dict takes
+    part in (``x * lr``, of a float bound where a dict was before)."""
+    return level in ("keys", "whole") and opname(instructions, j) not in (
+        "BINARY_OP", "COMPARE_OP", "FORMAT_VALUE")
 
 
 def of(codes, handed: dict | None = None) -> frozenset:
@@ -84,23 +104,33 @@ def of(codes, handed: dict | None = None) -> frozenset:
     return found | {(level, "object", key) for key, (_, level) in (handed or {}).items()}
 
 
-@per_code()
-def _parameter_levels(code) -> tuple:
-    """(name, level) of each parameter the code reads whole as a local name (``def
-    total(cfg): return sum(cfg.values())``)."""
-    found = uses(code) if classify(code.co_filename) == "user" else frozenset()
-    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-    return tuple((name, level) for name in names for level in ("whole", "keys")
-                 if (level, "local", name) in found)
+def parameter_levels(code) -> tuple:
+    """(name, level, of its items) of each parameter the code reads whole as a local name
+    (``def total(cfg): return sum(cfg.values())``), or whose items it reads so (``def
+    total(*ds): for d in ds: ...``); none for the code of Python's or a library's."""
+    if classify(code.co_filename) != "user" or in_stdlib(code.co_filename):
+        return ()
+    found = uses(code)
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount +
+                             bool(code.co_flags & inspect.CO_VARARGS) +
+                             bool(code.co_flags & inspect.CO_VARKEYWORDS)]
+    return tuple((name, level, kind == "elements") for name in names
+                 for kind in ("local", "elements", "cell") for level in ("whole", "keys")
+                 if (level, kind, name) in found)
 
 
-def note_handed(frame, handed: dict) -> None:
+def note_handed(frame, levels: tuple, handed: dict) -> None:
     """The dicts given to the parameters of ``frame`` (a call starting) that its code reads
-    whole: id -> (the dict, kept alive while its id is a key; the level)."""
-    for name, level in _parameter_levels(frame.f_code):
-        value = frame.f_locals.get(name)
-        if isinstance(value, dict) and handed.get(id(value), (None, "keys"))[1] != "whole":
-            handed[id(value)] = (value, level)
+    whole (``parameter_levels``): id -> (the dict, kept alive while its id is a key; the
+    level)."""
+    values = frame.f_locals
+    for name, level, items in levels:
+        value = values.get(name)
+        held = (value.values() if isinstance(value, dict) else value
+                if isinstance(value, (tuple, list)) else ()) if items else (value,)
+        for item in held:
+            if isinstance(item, dict) and handed.get(id(item), (None, "keys"))[1] != "whole":
+                handed[id(item)] = (item, level)
 
 
 def read_of(found: frozenset, kind: str, name, value) -> pystate.Contents | None:
@@ -132,6 +162,34 @@ def _level(found: frozenset, kind: str, name, value) -> str | None:
     if not levels or not isinstance(value, _CONTAINERS):
         return None
     return ("whole" if "whole" in levels else "keys") if is_dict else "whole"
+
+
+_FLOWS = ("JUMP_FORWARD", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP")
+
+
+def _links(instructions: list, targets: dict, j: int, place: tuple) -> list:
+    """(the place, the local name) where the value loaded there is bound to a local name:
+    right after (``cfg = self.cfg``), at the end of an ``or`` or a conditional expression
+    (``hp = self.hp or {}``); (("elements", name), item name) where a local's items are
+    (``for d in ds``, of ``*ds``)."""
+    op = opname(instructions, j)
+    if op in LOADS and instructions[j].argval == "copy" and \
+            opname(instructions, j + 1) in _CALLS:   # ``hp = self.hp.copy()``
+        j += 3 if opname(instructions, j + 2) == "CALL" else 2   # past the call
+        op = opname(instructions, j)
+    if op in _FLOWS:
+        j = targets.get(instructions[j].argval, len(instructions))
+        op = opname(instructions, j)
+    if op == "COPY" and instructions[j].arg == 1:   # ``if (hp := self.hp):``
+        j += 1
+        op = opname(instructions, j)
+    if op in ("STORE_FAST", "STORE_DEREF"):   # a cell: read in a comprehension, a closure
+        return [(place, instructions[j].argval)]
+    if op == "GET_ITER" and place[0] == "local" and \
+            opname(instructions, j + 1) == "FOR_ITER" and \
+            opname(instructions, j + 2) == "STORE_FAST":
+        return [(("elements", place[1]), instructions[j + 2].argval)]
+    return []
 
 
 def _place(instructions: list, k: int) -> tuple:

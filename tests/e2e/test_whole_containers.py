@@ -89,6 +89,14 @@ IDS = ["list-appended", "list-item-set", "set-item-dropped", "set-item-added",
        "items-loop", "in-on-keys"]
 
 
+def _answers_after(model, change):
+    """``model.forward`` compiled answers as NumPy before and after ``change(model)``."""
+    compiled = fusejit.compile(model.forward)
+    assert_same(model.forward(X), compiled(X))
+    change(model)
+    assert_same(model.forward(X), compiled(X))
+
+
 @pytest.mark.parametrize("root", ["self", "global", "argument", "partial"])
 @pytest.mark.parametrize(("make", "change"), CHANGES, ids=IDS)
 def test_a_container_used_whole_is_read_as_it_is(root, make, change):
@@ -279,11 +287,7 @@ def test_a_count_beside_a_dict_handed_on_or_read_by_its_keys_traces_nothing_agai
                                     lambda m: m.params.__setitem__("w", 2.0)],
                          ids=["key-removed", "key-added"])
 def test_a_dict_read_by_its_keys_is_read_again_for_them(change):
-    model = KeysOnly()
-    compiled = fusejit.compile(model.forward)
-    assert_same(model.forward(X), compiled(X))
-    change(model)
-    assert_same(model.forward(X), compiled(X))
+    _answers_after(KeysOnly(), change)
 
 
 class Lazy:
@@ -321,11 +325,7 @@ class Ordered:
                                     lambda m: setattr(m, "d", {1.0: "a"})],
                          ids=["set-iterated-in-another-order", "key-of-another-type"])
 def test_an_equal_container_read_otherwise_is_read_again(change):
-    model = Ordered()
-    compiled = fusejit.compile(model.forward)
-    assert_same(model.forward(X), compiled(X))
-    change(model)
-    assert_same(model.forward(X), compiled(X))
+    _answers_after(Ordered(), change)
 
 
 def _total(cfg):
@@ -341,11 +341,7 @@ class Summed:
 
 
 def test_a_dict_handed_to_a_helper_that_reads_all_its_values_is_read_again():
-    model = Summed()
-    compiled = fusejit.compile(model.forward)
-    assert_same(model.forward(X), compiled(X))
-    model.cfg["b"] = 5.0
-    assert_same(model.forward(X), compiled(X))
+    _answers_after(Summed(), lambda m: m.cfg.__setitem__("b", 5.0))
 
 
 class FromTheEnd:
@@ -367,12 +363,8 @@ class FromTheEnd:
                                     lambda m: m.t[0].append(4.0)],
                          ids=["last-item-of-a-grown-list", "class-list", "list-in-a-tuple"])
 def test_a_list_read_from_its_end_by_its_class_or_in_a_tuple_is_read_again(change):
-    model = FromTheEnd()
-    compiled = fusejit.compile(model.forward)
     try:
-        assert_same(model.forward(X), compiled(X))
-        change(model)
-        assert_same(model.forward(X), compiled(X))
+        _answers_after(FromTheEnd(), change)
     finally:
         FromTheEnd.DIMS[:] = [2.0, 3.0]
 
@@ -461,11 +453,7 @@ def test_a_global_dict_handed_to_a_helper_that_sums_it_is_read_again():
                          ids=["helper-subscripting-by-its-keys", "local-subscripted-by-a-name",
                               "tested-for-emptiness"])
 def test_a_dict_read_by_computed_keys_or_tested_is_read_again(change):
-    model = Handing()
-    compiled = fusejit.compile(model.forward)
-    assert_same(model.forward(X), compiled(X))
-    change(model)
-    assert_same(model.forward(X), compiled(X))
+    _answers_after(Handing(), change)
 
 
 class Optimizer:
@@ -490,3 +478,119 @@ def test_a_count_beside_a_dict_bound_to_a_local_read_by_key_traces_nothing_again
     assert compiled.cache_info()["traces"] == 1
     model.hp["lr"] = 2.0
     assert_same(model.forward(X), compiled(X))
+
+
+class Bound:
+    def __init__(self):
+        self.hp, self.flag = {"a": 1.0, "b": 2.0}, True
+
+
+BOUND = Bound()
+WEIGHTS = {"a": 1.0, "b": 2.0}
+ORDERED = collections.OrderedDict(a=1.0, b=2.0)
+
+
+def _rebinding(cfg):
+    c = cfg
+    return sum(c.values())
+
+
+def _each(*dicts):
+    total = 0.0
+    for d in dicts:
+        total += sum(d.values())
+    return total
+
+
+def _or_empty(x):
+    hp = BOUND.hp or {}
+    return x * sum(hp.values())
+
+
+def _conditional(x):
+    hp = BOUND.hp if BOUND.flag else {}
+    return x * sum(hp.values())
+
+
+def _doubled(cfg):
+    return sum({k: cfg[k] * 2 for k in cfg}.values())
+
+
+def _in_a_comprehension(x):
+    hp = BOUND.hp
+    return x * sum([hp[k] for k in ("a", "b")])
+
+
+def _walrus(x):
+    if hp := BOUND.hp:
+        return x * sum(hp.values())
+    return x
+
+
+BODIES = {
+    "comprehension-over-a-parameter": (lambda x: x * _doubled(BOUND.hp), lambda: BOUND.hp),
+    "comprehension-over-a-local": (_in_a_comprehension, lambda: BOUND.hp),
+    "walrus": (_walrus, lambda: BOUND.hp),
+    "bound-through-or": (_or_empty, lambda: BOUND.hp),
+    "bound-through-a-conditional": (_conditional, lambda: BOUND.hp),
+    "rebound-in-the-helper": (lambda x: x * _rebinding(BOUND.hp), lambda: BOUND.hp),
+    "star-args-of-the-helper": (lambda x: x * _each(BOUND.hp), lambda: BOUND.hp),
+    "counted-and-handed-on": (lambda x: x * len(WEIGHTS) * _total(WEIGHTS), lambda: WEIGHTS),
+    "ordered-dict-handed-on": (lambda x: x * _total(ORDERED), lambda: ORDERED),
+}
+
+
+@pytest.mark.parametrize("name", list(BODIES))
+def test_a_dict_reaching_code_that_reads_it_whole_by_other_ways_is_read_again(name):
+    body, held = BODIES[name]
+    saved = dict(held())
+    compiled = fusejit.compile(body)
+    try:
+        assert_same(body(X), compiled(X))
+        held()["a"] = 5.0
+        assert_same(body(X), compiled(X))
+    finally:
+        held().update(saved)
+
+
+class Reused:
+    """Local names bound to a dict read by key, then to other values."""
+
+    def __init__(self):
+        self.hp = {"lr": 0.5, "steps": 0}
+
+    def forward(self, x):
+        c = self.hp
+        x = x * c["lr"]
+        for c in (1.0, 2.0):
+            x = x + c
+        lr = self.hp and self.hp["lr"]
+        copied = self.hp.copy()
+        return sum([x * lr + c for c in (1.0, 2.0)]) * copied["lr"]
+
+
+def test_local_names_bound_to_a_dict_read_by_key_and_reused_trace_nothing_again():
+    model = Reused()
+    compiled = fusejit.compile(model.forward)
+    for _ in range(4):
+        model.hp["steps"] += 1
+        assert_same(model.forward(X), compiled(X))
+    assert compiled.cache_info()["traces"] == 1
+
+
+class Aliased:
+    def __init__(self):
+        self.cfg = {"a": 1.0, "b": 2.0}
+
+    def forward(self, x):
+        a = self.cfg
+        b = a
+        c = b
+        d = c.copy()
+        for v in d.values():
+            x = x * v
+        return x
+
+
+def test_a_dict_read_whole_through_a_chain_of_local_names_is_read_again():
+    _answers_after(Aliased(), lambda m: m.cfg.__setitem__("a", 5.0))
