@@ -97,20 +97,30 @@ class Contents:
     inside. ``keys_only``: a dict whose keys alone the code reads (``for k in self.cfg``,
     ``k in self.cfg``)."""
 
-    __slots__ = ("kind", "items", "keys", "keys_only", "item_types", "key_types")
+    __slots__ = ("kind", "items", "keys", "keys_only", "item_types", "key_types", "length")
 
-    def __init__(self, kind: type, items: tuple, keys: tuple | None, keys_only: bool = False):
+    def __init__(self, kind: type, items: tuple, keys: tuple | None, keys_only: bool = False,
+                 length: int | None = None):
         self.kind, self.items, self.keys, self.keys_only = kind, items, keys, keys_only
         self.item_types, self.key_types = _flat_types(items), _flat_types(keys or ())
+        self.length = len(keys if keys is not None else items) if length is None else length
+
+    @classmethod
+    def length_of(cls, value) -> Contents:
+        """A list or deque of objects or arrays, by its length alone (``len(self.layers)``:
+        what each item holds is read where the code reads it)."""
+        return cls(type(value), (), None, True, len(value))
 
     def matches(self, current) -> bool:
         if type(current) is Contents:   # a watch's snapshot (``whole_uses.watch_of``)
             return current.kind is self.kind and current.keys_only == self.keys_only and \
+                current.length == self.length and \
                 _all_same(self.keys or (), current.keys or ()) and \
                 _all_same(self.items, current.items)
-        if type(current) is not self.kind or \
-                len(current) != len(self.keys if self.keys is not None else self.items):
+        if type(current) is not self.kind or len(current) != self.length:
             return False
+        if self.keys_only and self.keys is None:   # ``length_of``
+            return True
         if self.keys is not None:
             if not _all_same(self.keys, tuple(current), self.key_types):
                 return False
@@ -124,6 +134,8 @@ class Contents:
         return Contents(self.kind, (), self.keys, True) if self.keys is not None else self
 
     def __repr__(self) -> str:
+        if self.keys_only and self.keys is None:
+            return f"{self.kind.__name__} of {self.length} item{'s' * (self.length != 1)}"
         texts = [shown(item) if type(item) is not Contents else repr(item)
                  for item in self.items]
         if self.keys is not None:

@@ -141,7 +141,10 @@ def read_of(found: frozenset, kind: str, name, value) -> pystate.Contents | None
     level = _level(found, kind, name, value)
     if level is None:
         return None
-    return pystate.contents(value, keys_only=level == "keys")
+    held = pystate.contents(value, keys_only=level == "keys")
+    if held is None and type(value) in (list, deque):   # ``len(self.layers)``
+        return pystate.Contents.length_of(value)
+    return held
 
 
 def handed_level(found: frozenset, value) -> str | None:

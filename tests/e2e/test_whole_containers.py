@@ -594,3 +594,25 @@ class Aliased:
 
 def test_a_dict_read_whole_through_a_chain_of_local_names_is_read_again():
     _answers_after(Aliased(), lambda m: m.cfg.__setitem__("a", 5.0))
+
+
+class Layer:
+    def __init__(self, k):
+        self.k, self.w = k, np.ones(3, np.float32)
+
+
+class Counts:
+    """Lists of objects and of arrays whose length the code reads."""
+
+    def __init__(self):
+        self.layers, self.ws = [Layer(2.0), Layer(3.0)], [np.ones(3, np.float32)]
+
+    def forward(self, x):
+        return x * len(self.layers) + len(self.ws)
+
+
+@pytest.mark.parametrize("change", [lambda m: m.layers.append(Layer(4.0)),
+                                    lambda m: m.ws.pop()],
+                         ids=["layer-appended", "array-removed"])
+def test_the_length_of_a_list_of_objects_or_arrays_is_read_again(change):
+    _answers_after(Counts(), change)
