@@ -123,7 +123,7 @@ def find(fn, snaps, entered=None, handed=None) -> tuple[AttributeRead, ...]:
         for name, value in snap.attrs.items():
             if name not in (names if value is None else read):
                 continue
-            held = _whole(value, name, uses)
+            held = whole_uses.held(uses, "attr", name, value)
             if pystate.read_again(held):
                 found += _held(snap, leaf, (("attr", name),), held)
             if pystate.keyed(value) and (held is value or held.keys_only):   # by key too
@@ -139,13 +139,6 @@ def find(fn, snaps, entered=None, handed=None) -> tuple[AttributeRead, ...]:
                       for name, value in dict.items(snap.obj)
                       if name in read and pystate.read_again(value)]
     return plain_reads.first(found + late, "attributes of the arguments and self")
-
-
-def _whole(value, name: str, uses: frozenset):
-    """``value``'s ``pystate.Contents`` where the code uses the attribute whole (``for d in
-    self.dims``, ``name in self.skip``); else ``value``."""
-    held = whole_uses.read_of(uses, "attr", name, value)
-    return value if held is None else held
 
 
 def _aliases(snap, leaf: int) -> list:

@@ -256,7 +256,7 @@ def _note(module_globals, steps: tuple, stored: bool, places: Places, prefix: st
         last = depth == len(steps) - 1
         place, held = ("name", steps[0]) if depth == 0 else steps[depth], obj
         if stored is not True and (last or steps[depth + 1][0] == "attr"):
-            obj = _whole(obj, place, found)
+            obj = whole_uses.held(found, *place, obj)
         if last and stored is False and isinstance(held, dict) and ("passed", *place) in found:
             _note_handed(module_globals, steps, walked, held, places, prefix)
         if last and stored == "in" and obj is not pystate.ABSENT:
@@ -307,14 +307,6 @@ def _handed_reads(places: Places) -> dict:
         if read.holds():
             kept[key] = read
     return kept
-
-
-def _whole(obj, place: tuple, found: frozenset):
-    """``obj``'s ``pystate.Contents`` where the code uses it whole at ``place`` (``for d in
-    DIMS``, ``CFG["sizes"]`` in ``len(CFG["sizes"])``, a method reading it: ``D.items()``);
-    else ``obj``."""
-    held = whole_uses.read_of(found, place[0], place[1], obj)
-    return obj if held is None else held
 
 
 def _label(steps: tuple) -> str:

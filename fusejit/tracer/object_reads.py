@@ -119,7 +119,7 @@ def keyed_items(container, keys: frozenset, depth: int = pystate.NESTED,
     down; a list, set or dict of plain values there that the code uses whole (``uses``:
     ``len(self.cfg["sizes"])``), as its ``pystate.Contents``."""
     for key, value in _keyed_pairs(container, keys, subclasses):
-        held = _whole(value, "item", key, uses)
+        held = whole_uses.held(uses, "item", key, value)
         if pystate.read_again(held):
             yield (key,), held
             if not _keys_only(held):   # a dict whose keys alone the code reads: items too
@@ -250,7 +250,7 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
             break
         steps.append(step)
         if kind != "contains" and (j == len(path) - 1 or path[j + 1][0] == "attr"):
-            value = _whole(value, "item" if kind == "item" else "attr", key, uses)
+            value = whole_uses.held(uses, "item" if kind == "item" else "attr", key, value)
         if pystate.read_again(value) or (value is pystate.ABSENT and missing) or \
                 value is pystate.PRESENT:
             label = text + "".join(f".{k}" if s != "item" else f"[{k!r}]" for s, k in steps)
@@ -262,13 +262,6 @@ def _along(obj, path: tuple, where, text: str, optional: frozenset = frozenset()
             break
         obj = value
     return found
-
-
-def _whole(value, kind: str, key, uses: frozenset):
-    """``value``'s ``pystate.Contents`` where the code uses it whole at ``(kind, key)``; else
-    ``value``."""
-    held = whole_uses.read_of(uses, kind, key, value)
-    return value if held is None else held
 
 
 def missing_step(obj, name: str, serve: bool = True):

@@ -147,6 +147,13 @@ def read_of(found: frozenset, kind: str, name, value) -> pystate.Contents | None
     return held
 
 
+def held(found: frozenset, kind: str, name, value):
+    """``read_of``'s ``pystate.Contents`` of ``value`` where the code uses it whole, else
+    ``value`` itself (a plain value's read, a walk on into it)."""
+    contents = read_of(found, kind, name, value)
+    return value if contents is None else contents
+
+
 def handed_level(found: frozenset, value) -> str | None:
     """How much of the dict ``value`` a function it was handed to reads (``of``)."""
     return next((level for level in ("whole", "keys")
