@@ -25,6 +25,7 @@ constant key ("in": a dict's key alone, ``code_reads``).
 from __future__ import annotations
 
 import dataclasses
+import dis
 import inspect
 import types
 from collections import deque
@@ -190,16 +191,57 @@ def _links(instructions: list, targets: dict, j: int, place: tuple) -> list:
     if op in _FLOWS:
         j = targets.get(instructions[j].argval, len(instructions))
         op = opname(instructions, j)
-    if op == "COPY" and instructions[j].arg == 1:   # ``if (hp := self.hp):``
-        j += 1
-        op = opname(instructions, j)
-    if op in ("STORE_FAST", "STORE_DEREF"):   # a cell: read in a comprehension, a closure
-        return [(place, instructions[j].argval)]
-    if op == "GET_ITER" and place[0] == "local" and \
-            opname(instructions, j + 1) == "FOR_ITER" and \
-            opname(instructions, j + 2) == "STORE_FAST":
-        return [(("elements", place[1]), instructions[j + 2].argval)]
-    return []
+    names = _bound_names(instructions, j)   # ``c = cfg``, ``a = b = cfg``, ``c, n = cfg, 2``
+    if names:
+        return [(place, name) for name in names]
+    if place[0] == "local" and op in _CALLS and j >= 2 and \
+            instructions[j - 2].argval == "enumerate":
+        j += 2 if opname(instructions, j + 1) == "CALL" else 1   # ``enumerate(ds)``: its
+        return _elements(instructions, j, place, unpacked=True)   # items' second halves
+    return _elements(instructions, j, place) if place[0] == "local" else []
+
+
+def _elements(instructions: list, j: int, place: tuple, unpacked: bool = False) -> list:
+    """((``elements``, the local), the item name) where ``instructions[j:]`` iterate the
+    local just loaded: ``for d in ds``, ``for i, d in enumerate(ds)``."""
+    start = j + 2 + 2 * unpacked
+    if [opname(instructions, k) for k in range(j, start)] != \
+            ["GET_ITER", "FOR_ITER", "UNPACK_SEQUENCE", "STORE_FAST"][:2 + 2 * unpacked] or \
+            opname(instructions, start) != "STORE_FAST":
+        return []
+    if unpacked and instructions[j + 2].arg != 2:
+        return []
+    return [(("elements", place[1]), instructions[start].argval)]
+
+
+_PUSHES = frozenset({"LOAD_CONST", "LOAD_FAST", "LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME",
+                     "LOAD_CLASSDEREF", "PUSH_NULL"})
+
+
+def _bound_names(instructions: list, j: int) -> list:
+    """The local names the value loaded just before ``instructions[j]`` is stored in, in
+    the straight code of an assignment (a walrus, ``a = b = cfg``, ``c, n = cfg, 2``): the
+    stack followed from there, True where it holds that value, until nothing does."""
+    stack, names = [True], []
+    for ins in instructions[j:j + 16]:
+        op = ins.opname
+        if op in ("STORE_FAST", "STORE_DEREF"):   # a cell: read in a comprehension, a closure
+            names += [ins.argval] if stack.pop() else []
+        elif op in ("COPY", "DUP_TOP") and (ins.arg or 1) <= len(stack):
+            stack.append(stack[-(ins.arg or 1)])
+        elif op in ("SWAP", "ROT_TWO") and (ins.arg or 2) <= len(stack):
+            stack[-1], stack[-(ins.arg or 2)] = stack[-(ins.arg or 2)], stack[-1]
+        elif op == "ROT_THREE" and len(stack) >= 3:   # Python 3.10's ``a, b, c = ...``
+            stack[-3:] = [stack[-1], stack[-3], stack[-2]]
+        elif op in _PUSHES:
+            stack += [False] * dis.stack_effect(ins.opcode, ins.arg)
+        elif op == "LOAD_ATTR" and not stack[-1]:   # ``c, n = cfg, self.n``
+            pass
+        else:
+            return names
+        if True not in stack:
+            return names
+    return names
 
 
 def _place(instructions: list, k: int) -> tuple:

@@ -527,7 +527,27 @@ def _walrus(x):
     return x
 
 
+def _unpacked(x):
+    hp, n = BOUND.hp, 2.0
+    return x * sum(hp.values()) * n
+
+
+def _chained(x):
+    a = hp = BOUND.hp
+    return x * sum(hp.values()) + a["a"]
+
+
+def _enumerated(*dicts):
+    total = 0.0
+    for i, d in enumerate(dicts):
+        total += sum(d.values()) * (i + 1)
+    return total
+
+
 BODIES = {
+    "tuple-assignment": (_unpacked, lambda: BOUND.hp),
+    "chained-assignment": (_chained, lambda: BOUND.hp),
+    "enumerated-star-args": (lambda x: x * _enumerated(BOUND.hp), lambda: BOUND.hp),
     "comprehension-over-a-parameter": (lambda x: x * _doubled(BOUND.hp), lambda: BOUND.hp),
     "comprehension-over-a-local": (_in_a_comprehension, lambda: BOUND.hp),
     "walrus": (_walrus, lambda: BOUND.hp),
@@ -566,7 +586,12 @@ class Reused:
             x = x + c
         lr = self.hp and self.hp["lr"]
         copied = self.hp.copy()
-        return sum([x * lr + c for c in (1.0, 2.0)]) * copied["lr"]
+        hp, k = self.hp, 2.0
+        a = b = self.hp
+        for i, c in enumerate((1.0, 2.0)):
+            x = x + c * i
+        return sum([x * lr + c for c in (1.0, 2.0)]) * copied["lr"] * hp["lr"] * k * a["lr"] \
+            * b["lr"]
 
 
 def test_local_names_bound_to_a_dict_read_by_key_and_reused_trace_nothing_again():
