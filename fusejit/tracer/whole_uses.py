@@ -70,7 +70,7 @@ def uses(code) -> frozenset:
             found.add((level, *place))   # a local's: ``for k, v in cfg.items()``, ``cfg[k]``
         if instructions[k].opname == "LOAD_DEREF" and _dict_use(instructions, after, level):
             found.add((level, "cell", place[1]))   # a local of this code or the enclosing
-        links += _links(instructions, targets, after, place) if place is not None else []
+        links += _links(instructions, targets, after, place, k) if place is not None else []
     for const in code.co_consts:   # a comprehension's, a closure's: its cells are ours, its
         if isinstance(const, types.CodeType):   # locals its own
             found |= {use for use in uses(const) if use[1] not in ("local", "elements")}
@@ -178,15 +178,19 @@ def _level(found: frozenset, kind: str, name, value) -> str | None:
 _FLOWS = ("JUMP_FORWARD", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP")
 
 
-def _links(instructions: list, targets: dict, j: int, place: tuple) -> list:
-    """(the place, the local name) where the value loaded there is bound to a local name:
-    right after (``cfg = self.cfg``), at the end of an ``or`` or a conditional expression
-    (``hp = self.hp or {}``); (("elements", name), item name) where a local's items are
-    (``for d in ds``, of ``*ds``)."""
+def _links(instructions: list, targets: dict, j: int, place: tuple, start: int) -> list:
+    """(the place, the local name) where the value loaded there (from ``start`` to ``j``) is
+    bound to a local name: right after (``cfg = self.cfg``), at the end of an ``or`` or a
+    conditional expression (``hp = self.hp or {}``), copied (``hp = dict(self.hp)``);
+    (("elements", name), item name) where a local's items are (``for d in ds``, of
+    ``*ds``)."""
     op = opname(instructions, j)
     if op in LOADS and instructions[j].argval == "copy" and \
             opname(instructions, j + 1) in _CALLS:   # ``hp = self.hp.copy()``
         j += 3 if opname(instructions, j + 2) == "CALL" else 2   # past the call
+        op = opname(instructions, j)
+    elif op in _CALLS and instructions[j].arg == 1 and _callee(instructions, start) == "dict":
+        j += 2 if opname(instructions, j + 1) == "CALL" else 1   # ``hp = dict(self.hp)``
         op = opname(instructions, j)
     if op in _FLOWS:
         j = targets.get(instructions[j].argval, len(instructions))
@@ -277,6 +281,10 @@ def _use(instructions: list, j: int, start: int) -> str | None:
     if op == "RETURN_VALUE" or (op == "BUILD_TUPLE" and
                                 opname(instructions, j + 1) == "RETURN_VALUE"):
         return None   # handed back, not read: ``returned_containers`` returns it as it is
+    if op in _CALLS and instructions[j].arg == 1 and _callee(instructions, start) == "dict":
+        copied = _use(instructions, j + 1 + (opname(instructions, j + 1) == "CALL"),
+                      _callee_at(instructions, start))   # ``sum(dict(self.hp).values())``
+        return "passed" if copied is None else copied
     if op == "CONTAINS_OP":
         return "in" if _tested_by_constant(instructions, start) else "keys"
     if op == "GET_ITER" or op in _TESTS or (op in _CALLS and
@@ -289,13 +297,24 @@ def _use(instructions: list, j: int, start: int) -> str | None:
 
 
 def _iterated_by_builtin(instructions: list, k: int) -> bool:
-    """The value loaded at ``instructions[k]`` (a name or a chain of attributes and constant
-    subscripts below one) is the one argument of a builtin that iterates it (``len(d)``)."""
+    """The value loaded at ``instructions[k]`` is the one argument of a builtin that
+    iterates it (``len(d)``)."""
+    return _callee(instructions, k) in _ITERATING
+
+
+def _callee(instructions: list, k: int) -> str | None:
+    """The global name loaded just before the value loaded at ``instructions[k]`` (a name or
+    a chain of attributes and constant subscripts below one): the function it is given to
+    where a call follows (``len(d)``, ``dict(self.hp)``)."""
+    at = _callee_at(instructions, k)
+    return None if at is None else instructions[at].argval
+
+
+def _callee_at(instructions: list, k: int) -> int | None:
+    """The index of ``_callee``'s load."""
     while k > 0 and instructions[k].opname in ("LOAD_ATTR", "LOAD_CONST", "BINARY_SUBSCR"):
         k -= 1
-    callee = instructions[k - 1] if k >= 1 else None
-    return callee is not None and callee.opname == "LOAD_GLOBAL" and \
-        callee.argval in _ITERATING
+    return k - 1 if k >= 1 and instructions[k - 1].opname == "LOAD_GLOBAL" else None
 
 
 def _tested_by_constant(instructions: list, k: int) -> bool:

@@ -537,6 +537,11 @@ def _chained(x):
     return x * sum(hp.values()) + a["a"]
 
 
+def _copied(x):
+    hp = dict(BOUND.hp)
+    return x * sum(hp.values())
+
+
 def _enumerated(*dicts):
     total = 0.0
     for i, d in enumerate(dicts):
@@ -546,6 +551,8 @@ def _enumerated(*dicts):
 
 BODIES = {
     "tuple-assignment": (_unpacked, lambda: BOUND.hp),
+    "copied-by-dict": (_copied, lambda: BOUND.hp),
+    "copied-by-dict-and-summed": (lambda x: x * sum(dict(WEIGHTS).values()), lambda: WEIGHTS),
     "chained-assignment": (_chained, lambda: BOUND.hp),
     "enumerated-star-args": (lambda x: x * _enumerated(BOUND.hp), lambda: BOUND.hp),
     "comprehension-over-a-parameter": (lambda x: x * _doubled(BOUND.hp), lambda: BOUND.hp),
@@ -588,6 +595,7 @@ class Reused:
         copied = self.hp.copy()
         hp, k = self.hp, 2.0
         a = b = self.hp
+        k = k * dict(self.hp)["lr"]
         for i, c in enumerate((1.0, 2.0)):
             x = x + c * i
         return sum([x * lr + c for c in (1.0, 2.0)]) * copied["lr"] * hp["lr"] * k * a["lr"] \
