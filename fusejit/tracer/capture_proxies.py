@@ -50,6 +50,7 @@ from .side_effects import has_traced, rebound, watchable
 from .tracer import CapturedTracer, Tracer
 
 _BUILTIN_METHODS = (types.BuiltinMethodType, types.MethodWrapperType)
+_CALLABLES = (types.MethodType, functools.partial, *_BUILTIN_METHODS)
 _ATOMS = (int, float, complex, bool, str, bytes, type(None))   # hold no arrays
 _MAX_REVISITS = 20_000   # a graph sharing objects on many paths: the first paths suffice
 _MAX_OBJECTS = 200_000   # objects, lists and dicts looked into per trace
@@ -603,7 +604,12 @@ def _argument_objects(result: Plan, leaves, hints) -> Plan:
     for index, leaf in enumerate(leaves):
         if watchable(leaf) or _slotted(leaf) or isinstance(leaf, (list, dict, deque)):
             result.swaps.swap(leaf, (("leaf", index), (), hints[index]))
-    return result
+        elif type(leaf) in _CALLABLES:   # ``body(x, ema.update)``: the objects it binds
+            result.swaps.swap(leaf, (("leaf", index), (), hints[index]))
+            held = getattr(leaf, "__self__", None)
+            if type(leaf) in _BUILTIN_METHODS and type(held) in (list, dict, deque):
+                result.swaps.shared.append(held)   # ``out.append``: a traced value put
+    return result                                  # there is a side effect (``restore``)
 
 
 def _shared_root(where) -> bool:

@@ -22,6 +22,7 @@ from ..ir.types import numeric
 from ..located import at_frame
 from . import pystate
 from .captures import Capture, Roots, find_captures, path_key
+from .foreign_cells import ForeignCells
 from .loc import current_loc, user_frames
 from .random_draws import Draws
 
@@ -128,6 +129,8 @@ class Recorder:
     closure_cells: dict = field(default_factory=dict)   # id(code) -> code_reads.Cells: the
     #                            closure cells of the functions the body runs as copies
     draws: Draws = field(default_factory=Draws)   # the random generators the body can reach
+    foreign_cells: ForeignCells = field(default_factory=ForeignCells)   # closure cells of
+    #                            functions the body reaches through values (foreign_cells)
     stand_ins: dict = field(default_factory=dict)   # the other way round: id(the caller's) ->
     #                            the body's copy (``capture_proxies._Swaps.stand_in``)
 

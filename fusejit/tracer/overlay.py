@@ -265,6 +265,9 @@ for default argument arrays."""
         for cell, name, before in self.plain_cells:
             source = ("cell", cell)
             _check_state(recorder, source, f"closure {name}", before, pystate.source_root(source))
+        handled = {id(cell) for cell, *_ in self.plain_cells}
+        recorder.foreign_cells.settle(recorder, handled | {id(c) for pair in self.cells
+                                                           for c in pair[:2]})
         for key, read in code_reads.settle(recorder.code_places, recorder).items():
             self.plain_reads.setdefault(key, read)
         for place in self._read_through_objects(recorder, fn):

@@ -95,20 +95,23 @@ def watchable(obj) -> bool:
 
 def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
     """``names``: the parameter name of each leaf (``self``, ``model``), for messages."""
-    roots = [(i, leaf, names[i] if i < len(names) else f"argument {i}")
-             for i, leaf in enumerate(leaves) if _object(leaf)]
+    labels = [names[i] if i < len(names) else f"argument {i}" for i in range(len(leaves))]
+    roots = [(i, leaf, labels[i], ()) for i, leaf in enumerate(leaves) if _object(leaf)]
+    roots += [(i, obj, labels[i] + text, steps) for i, leaf in enumerate(leaves)
+              for steps, obj, text in bound_objects(leaf)]   # ``body(x, ema.update)``
     owner = method_owner(fn)
     if owner is not None and _object(owner):
-        roots.append((None, owner, "self"))   # its watches' root: pystate.OWNER
+        roots.append((None, owner, "self", ()))   # its watches' root: pystate.OWNER
     if isinstance(fn, functools.partial):   # static_argnames objects, partial-bound ones
-        roots += [(STATIC, value, name) for name, value in fn.keywords.items() if _object(value)]
-        roots += [(STATIC, value, f"partial argument {i}") for i, value in enumerate(fn.args)
+        roots += [(STATIC, value, name, ()) for name, value in fn.keywords.items()
                   if _object(value)]
+        roots += [(STATIC, value, f"partial argument {i}", ())
+                  for i, value in enumerate(fn.args) if _object(value)]
     snaps: list[Snapshot] = []
     seen: dict[int, Snapshot] = {}
-    for index, obj, label in roots:
+    for index, obj, label, steps in roots:
         first = len(snaps)
-        _walk(obj, index, (), label, _WATCH_DEPTH, snaps, seen)
+        _walk(obj, index, steps, label, _WATCH_DEPTH, snaps, seen)
         for snap in snaps[first:]:
             snap.root = pystate.OWNER if index is None else label
     classes = {id(type(s.obj)): type(s.obj) for s in snaps if _user_object(s.obj)}
@@ -117,6 +120,23 @@ def snapshot(leaves, fn=None, names=()) -> list[Snapshot]:
         snaps.append(Snapshot(-1, (), cls, attrs, _lists(attrs), f"class {cls.__name__}",
                               _plain_items(attrs)))
     return snaps
+
+
+def bound_objects(value) -> list:
+    """(steps, object, label) of the objects a callable argument carries: a bound method's
+    ``__self__``, a partial's arguments (a method it binds too); a replay reads and writes
+    them through the argument, as it does an argument object's."""
+    if type(value) is types.MethodType:
+        return [((("attr", "__self__"),), value.__self__, ".__self__")] \
+            if _object(value.__self__) else []
+    if type(value) is not functools.partial:
+        return []
+    found = [((("attr", "func"), *steps), obj, ".func" + text)
+             for steps, obj, text in bound_objects(value.func)]
+    found += [((("attr", "args"), ("item", i)), arg, f".args[{i}]")
+              for i, arg in enumerate(value.args) if _object(arg)]
+    return found + [((("attr", "keywords"), ("item", k)), arg, f".keywords[{k!r}]")
+                    for k, arg in value.keywords.items() if _object(arg)]
 
 
 def _walk(obj, leaf, steps, label, depth, snaps, seen) -> None:

@@ -97,7 +97,7 @@ def watched(recorder):
     entered = recorder.entered = set()
     places = recorder.code_places = code_reads.Places(recorder.draws,
                                                            recorder.closure_cells)
-    draws = recorder.draws
+    draws, foreign = recorder.draws, recorder.foreign_cells
 
     def entering(frame, event, arg):
         code = frame.f_code
@@ -107,6 +107,7 @@ def watched(recorder):
         if levels:   # ``def total(cfg): return sum(cfg.values())``
             whole_uses.note_handed(frame, levels, places.handed)
         draws.frame_started(frame)   # fresh entropy: ``random_draws``
+        foreign.entering(code)   # ``nonlocal n; n += 1`` of a closure given as an argument
         return within if sites else None
     sys.settrace(entering)
     try:

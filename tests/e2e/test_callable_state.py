@@ -1,0 +1,152 @@
+"""State kept by callables the body reaches through values, not names: a closure given as an
+argument or held by an object or a list (``nonlocal avg; avg = ...``), a bound method or a
+partial given as an argument (``self.avg = ...`` of the object it binds). A replay would not
+make their changes; each call answers as eager Python does, and the cells and objects hold
+concrete values, never fusejit's proxies.
+"""
+import functools
+
+import numpy as np
+import pytest
+
+import fusejit
+from tests.oracle import assert_same
+
+ONES = np.ones(2)
+
+
+def make_ema():
+    avg = np.zeros(2)
+
+    def update(v):
+        nonlocal avg
+        avg = 0.5 * avg + v
+        return avg
+    return update
+
+
+def make_counter():
+    n = 0
+
+    def bump(v):
+        nonlocal n
+        n += 1
+        return v * n
+    return bump
+
+
+def call_it(x, fn):
+    return fn(x) * 1
+
+
+class Holder:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x) * 1
+
+
+HOOKS = []
+
+
+def first_hook(x):
+    return HOOKS[0](x) * 1
+
+
+def _runs(make):
+    """(eager results, compiled results, the two callables) over four calls."""
+    eager_fn, compiled_fn = make(), make()
+    compiled = fusejit.compile(call_it)
+    eager = [call_it(ONES, eager_fn) for _ in range(4)]
+    return eager, [compiled(ONES, compiled_fn) for _ in range(4)], eager_fn, compiled_fn
+
+
+@pytest.mark.parametrize("make", [make_ema, make_counter], ids=["array-cell", "count-cell"])
+def test_a_closure_given_as_an_argument_keeps_its_state(make):
+    eager, compiled, _, fn = _runs(make)
+    assert_same(eager, compiled)
+    assert type(fn.__closure__[0].cell_contents) in (np.ndarray, int)
+
+
+def test_a_closure_held_by_an_object_keeps_its_state():
+    eager, model = Holder(make_ema()), Holder(make_ema())
+    compiled = fusejit.compile(model.forward)
+    assert_same([eager.forward(ONES) for _ in range(4)], [compiled(ONES) for _ in range(4)])
+    assert type(model.fn.__closure__[0].cell_contents) is np.ndarray
+
+
+def test_a_closure_held_in_a_global_list_keeps_its_state():
+    HOOKS[:] = [make_counter()]
+    eager = [first_hook(ONES) for _ in range(3)]
+    HOOKS[:] = [make_counter()]
+    compiled = fusejit.compile(first_hook)
+    assert_same(eager, [compiled(ONES) for _ in range(3)])
+
+
+def test_a_closure_that_only_reads_its_cells_compiles_once():
+    scale = make_counter()
+    scale(ONES)   # n == 1 from now on
+
+    def read_only(v, k=scale.__closure__[0]):
+        return v * k.cell_contents
+    compiled = fusejit.compile(call_it)
+    assert_same([call_it(ONES, read_only)] * 3, [compiled(ONES, read_only) for _ in range(3)])
+    assert compiled.cache_info()["traces"] == 1
+
+
+class Ema:
+    def __init__(self):
+        self.avg, self.steps = np.zeros(2), 0
+
+    def update(self, v):
+        self.avg = 0.5 * self.avg + v
+        return self.avg
+
+    def count(self, v):
+        self.steps += 1
+        return v * self.steps
+
+
+def _update(ema, v):
+    return ema.update(v)
+
+
+BOUND = {
+    "bound-method": lambda e: e.update,
+    "partial-of-a-function": lambda e: functools.partial(_update, e),
+    "partial-of-a-method": lambda e: functools.partial(Ema.update, e),
+}
+
+
+@pytest.mark.parametrize("name", list(BOUND))
+def test_an_object_a_callable_argument_binds_is_updated_by_each_replay(name):
+    eager_ema, compiled_ema = Ema(), Ema()
+    eager_fn, compiled_fn = BOUND[name](eager_ema), BOUND[name](compiled_ema)
+    compiled = fusejit.compile(call_it)
+    for _ in range(5):
+        assert_same(call_it(ONES, eager_fn), compiled(ONES, compiled_fn))
+        assert_same(eager_ema.avg, compiled_ema.avg)
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (1, 0)
+
+
+def test_a_count_kept_by_a_bound_method_argument_is_kept():
+    eager_ema, compiled_ema = Ema(), Ema()
+    compiled = fusejit.compile(call_it)
+    eager = [call_it(ONES, eager_ema.count) for _ in range(3)]
+    assert_same(eager, [compiled(ONES, compiled_ema.count) for _ in range(3)])
+    assert compiled_ema.steps == 3
+
+
+def test_a_traced_value_handed_to_a_list_s_append_is_an_array_each_call():
+    def log_it(x, log):
+        log(x * 2)
+        return x
+    eager, got = [], []
+    compiled = fusejit.compile(log_it)
+    for scale in (1.0, 2.0, 3.0):
+        log_it(ONES * scale, eager.append)
+        compiled(ONES * scale, got.append)
+    assert [type(v) for v in got] == [np.ndarray] * 3
+    assert_same(eager, got)
