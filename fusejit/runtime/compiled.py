@@ -360,6 +360,7 @@ class CompiledFunction:
                 recorded = trace(fn, host_args, host_kwargs, name=self.__name__,
                                  shapes_vary=self.target == "cpu")
             except Exception as exc:
+                _release(exc)
                 _note_user_line(exc, self.__qualname__)
                 _note_float_proxies(exc, leaves if leaves is not None else
                                     flatten((args, kwargs))[0])
@@ -691,6 +692,19 @@ def _back_to_device(recorded, result, host_tree, leaves, on_device, tree=None):
     for index in sorted(written):
         copy_into(leaves[index], host_leaves[index])
     return to_device(result)
+
+
+def _release(exc: BaseException) -> None:
+    """Concrete values in place of the proxies an exception the body raised holds
+    (``raise ValueError(x * 2)``), and those it caused or raised while handling."""
+    from ..tracer import returned_objects
+    from ..tracer.context import unwrap
+    for _ in range(8):
+        if exc is None:
+            return
+        exc.args = unwrap(exc.args)
+        returned_objects.release(exc)
+        exc = exc.__cause__ or exc.__context__
 
 
 def _note_user_line(exc: BaseException, name: str) -> None:

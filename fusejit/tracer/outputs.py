@@ -65,8 +65,13 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
 
 def _concrete(leaf):
     """The traced call's result: a returned ``TracedText`` as the plain ``str`` eager
-    Python returns (``type(s) is str``)."""
-    return str.__str__(leaf) if isinstance(leaf, TracedText) else unwrap(leaf)
+    Python returns (``type(s) is str``); a frozenset the body made, as one of plain values
+    (``returned_objects.release`` gives a mutable container's items theirs in place)."""
+    if isinstance(leaf, TracedText):
+        return str.__str__(leaf)
+    if type(leaf) is frozenset:
+        return frozenset(map(unwrap, leaf))
+    return unwrap(leaf)
 
 
 def _new_view(value, of) -> bool:

@@ -9,6 +9,7 @@ gets plain arrays in place of the proxies it holds."""
 from __future__ import annotations
 
 import types
+from collections import deque
 
 import numpy as np
 
@@ -62,6 +63,7 @@ def release(leaf) -> None:
     from .tracer import Tracer
     if isinstance(leaf, (*IMMUTABLE, Tracer)) or type(leaf) is np.ndarray:
         return
+    _release_items(leaf)
     try:
         attributes = vars(leaf)
     except TypeError:   # no __dict__ (a generator, __slots__)
@@ -70,3 +72,23 @@ def release(leaf) -> None:
         plain = unwrap(value)
         if plain is not value:
             object.__setattr__(leaf, name, plain)
+
+
+def _release_items(leaf) -> None:
+    """Plain values in place of the proxies a container of a kind the result's tree does not
+    walk holds (an ``OrderedDict``, a ``deque``, a ``Counter``, a set, a list subclass)."""
+    if isinstance(leaf, dict):
+        for key, value in list(dict.items(leaf)):
+            plain = unwrap(value)
+            if plain is not value:
+                dict.__setitem__(leaf, key, plain)   # not a subclass's own ``__setitem__``
+    elif isinstance(leaf, (list, deque)):
+        for key, value in enumerate(list(leaf)):
+            plain = unwrap(value)
+            if plain is not value:
+                (list.__setitem__ if isinstance(leaf, list) else deque.__setitem__)(
+                    leaf, key, plain)
+    elif isinstance(leaf, set):
+        items = [unwrap(value) for value in leaf]
+        set.clear(leaf)
+        set.update(leaf, items)

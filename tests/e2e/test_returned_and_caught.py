@@ -39,6 +39,47 @@ def test_an_object_the_body_makes_is_made_again_every_call(name):
     assert compiled.cache_info()["eager_calls"] == 2
 
 
+class Items(list):
+    pass
+
+
+HOLDING = {
+    "ordered-dict": lambda x: collections.OrderedDict(y=x * 2),
+    "default-dict": lambda x: collections.defaultdict(list, y=x * 2),
+    "deque": lambda x: collections.deque([x * 2]),
+    "counter": lambda x: collections.Counter(y=(x * 2).sum()),
+    "set": lambda x: {(x * 2).sum()},
+    "frozenset": lambda x: frozenset({(x * 2).sum()}),
+    "list-subclass": lambda x: Items([x * 2]),
+}
+
+
+@pytest.mark.parametrize("name", list(HOLDING))
+def test_a_container_the_body_makes_holds_plain_values_every_call(name):
+    fn = HOLDING[name]
+    compiled = fusejit.compile(fn)
+    for scale in (1.0, 10.0, 100.0):
+        x = np.array([1.0, 2.0]) * scale
+        want, got = fn(x), compiled(x)
+        assert type(got) is type(want)
+        want, got = [list(r.values()) if isinstance(r, dict) else list(r) for r in (want, got)]
+        assert [type(v) for v in got] == [type(v) for v in want]
+        assert_same(want, got)
+
+
+def test_an_exception_the_body_raises_holds_plain_values():
+    def fn(x):
+        if x.sum() > 0:
+            raise ValueError(x * 2)
+        return x
+    compiled = fusejit.compile(fn)
+    compiled(-np.ones(2))
+    with pytest.raises(ValueError) as raised:
+        compiled(np.ones(2))
+    assert type(raised.value.args[0]) is np.ndarray
+    assert_same(np.full(2, 2.0), raised.value.args[0])
+
+
 def test_an_argument_object_returned_is_the_same_object():
     def scaled(x, box):
         box.y = x * 2   # an attribute rebound to a traced array: replayed
