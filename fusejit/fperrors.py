@@ -45,14 +45,22 @@ def body_raises_warnings(filters_at_start: tuple) -> bool:
     raises depends on data, and ``except RuntimeWarning`` takes another branch, which a replay
     cannot follow. Filters set around the call are the caller's: tracing raises under them as
     eagerly, and replays do not warn (README)."""
-    filters = warnings.filters
-    if tuple(filters) == filters_at_start:
+    filters = tuple(warnings.filters)
+    if filters == filters_at_start:
         return False
-    for action, message, category, module, _ in filters:
+    deciding = _deciding(filters)   # not the caller's own (``python -W error``)
+    return deciding != _deciding(filters_at_start) and deciding is not None and \
+        deciding[0] == "error"
+
+
+def _deciding(filters: tuple):
+    """The first filter that would act on NumPy's ``RuntimeWarning``, or None."""
+    for entry in filters:
+        _, message, category, module, _ = entry
         if issubclass(RuntimeWarning, category) and module is None and \
                 (message is None or message.match("divide by zero encountered")):
-            return action == "error"
-    return False
+            return entry
+    return None
 
 
 class _Log:

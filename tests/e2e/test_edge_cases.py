@@ -840,6 +840,19 @@ def test_an_error_filter_for_floating_point_warnings_raises_while_tracing():
     assert_same(logs(np.ones(3)), compiled(np.ones(3)))
 
 
+def test_a_callers_error_filter_compiles_as_it_does_without_one():
+    # ``python -W error``, pytest's ``filterwarnings = error``: the caller's, not the body's
+    def scaled(x):
+        return x * 2 + 1
+
+    compiled = fusejit.compile(scaled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            assert_same(scaled(np.ones(3)), compiled(np.ones(3)))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
 def test_warnings_of_numpy_calls_run_as_they_are_name_the_users_line_on_every_call():
     # np.nanmean warns from Python with stacklevel=2: the frame that called it was fusejit's
     def column_means(x):
