@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import types
+from collections import deque
 
-from . import object_reads, pystate
+from . import object_reads, pystate, whole_uses
 from .captures import callable_parts, method_owner, names_of
-from .code_reads import constant_keys
+from .code_reads import constant_keys, getattr_names
 
 
 def reads(leaves, paths, codes) -> list[tuple]:
@@ -30,13 +31,41 @@ def reads(leaves, paths, codes) -> list[tuple]:
     paths = paths or [f"argument {k}" for k in range(len(leaves))]
     for leaf, label in zip(leaves, paths, strict=True):
         if isinstance(leaf, type):
-            found += object_reads.class_reads(leaf, label, names_of(codes))
-        elif isinstance(leaf, (dict, types.MappingProxyType)) and type(leaf) is not dict:
-            found += object_reads.items(leaf, (("object", leaf), ()), label, keys,
-                                        subclasses=True)
+            found += object_reads.class_reads(leaf, label, names_of(codes), _optional(codes))
+        elif isinstance(leaf, types.ModuleType):   # ``def f(x, conf): x / conf.TEMP``
+            found += _module_reads(leaf, label, codes)
+        elif isinstance(leaf, (dict, list, deque, types.MappingProxyType)) and \
+                type(leaf) not in (dict, list):   # an ``OrderedDict``, a ``deque``
+            found += _container_reads(leaf, label, codes, keys)
         elif callable(leaf):
             found += _callable(leaf, label, codes, keys)
     return found
+
+
+def _container_reads(leaf, label: str, codes, keys) -> list[tuple]:
+    """What the code reads in a container given as an argument that is no pytree: by key,
+    or whole where the parameter it is (``len(q)``) or the item of a dict argument that holds
+    it (``len(d["q"])``: its leaf's name ``d.q``) is used whole."""
+    found = object_reads.below(leaf, (("object", leaf), ()), label, codes, keys, label)
+    *_, key = label.rsplit(".", 1)
+    held = None if key == label or any(not read[3] for read in found) else \
+        whole_uses.read_of(whole_uses.of(codes), "item", int(key) if key.isdigit() else key,
+                           leaf)
+    return found if held is None else [*found, (("object", leaf), held, label, ())]
+
+
+def _optional(codes) -> frozenset:
+    """The names code gives ``getattr`` or ``hasattr`` (``hasattr(C, "NEG")``)."""
+    return frozenset().union(*map(getattr_names, codes))
+
+
+def _module_reads(module, label: str, codes) -> list[tuple]:
+    """The plain values a module given as an argument holds under the names the code loads,
+    and whether those it gives ``getattr`` or ``hasattr`` are still missing."""
+    held, optional = vars(module), _optional(codes)
+    return [(("object", module), held.get(name, pystate.ABSENT), f"{label}.{name}",
+             (("attr", name),)) for name in sorted(names_of(codes) | optional)
+            if pystate.read_again(held.get(name)) or (name in optional and name not in held)]
 
 
 def static_reads(fn, codes) -> list[tuple]:

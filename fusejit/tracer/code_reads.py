@@ -566,8 +566,10 @@ def getattr_names(code) -> frozenset:
     for g, ins in enumerate(instructions[:-2]):
         if ins.opname == "LOAD_GLOBAL" and ins.argval in _ATTRIBUTE_CALLS:
             k = g + 2
-            while opname(instructions, k) in LOADS:
-                k += 1
+            while opname(instructions, k) in LOADS or (   # ``getattr(pair[0], "k", 1.0)``
+                    opname(instructions, k) == "LOAD_CONST" and is_key(instructions[k].argval)
+                    and opname(instructions, k + 1) == "BINARY_SUBSCR"):
+                k += 1 if opname(instructions, k) in LOADS else 2
             names.add(_getattr_name(instructions, g + 1, k))
     for const in code.co_consts:
         if isinstance(const, types.CodeType):

@@ -33,7 +33,14 @@ import numpy as np
 
 from . import pystate, whole_uses
 from .captures import names_of, slot_names
-from .code_reads import get_keys, getattr_names, in_class, self_reads, users_class
+from .code_reads import (
+    contained_keys,
+    get_keys,
+    getattr_names,
+    in_class,
+    self_reads,
+    users_class,
+)
 from .loc import in_stdlib
 
 _METHODS = (types.FunctionType, staticmethod, classmethod)
@@ -50,7 +57,8 @@ def reads(objects, codes, handed=None) -> list[tuple]:
     optional = frozenset({("attr", name) for code in codes for name in getattr_names(code)}
                          | {("item", key) for code in codes for key in get_keys(code)})
     loose = {(("attr", name),) for name in loose | {"__call__"}
-             if not name.startswith("__") or name == "__call__"} | _free_paths(codes)
+             if not name.startswith("__") or name == "__call__"} | _free_paths(codes) | \
+        {(step,) for step in optional if step[0] == "attr"}   # ``getattr(m, "neg", False)``
     found: list = []
     by_class: dict = {}   # a class -> the paths read below its objects, in order
     for obj, where, text in objects:
@@ -104,11 +112,21 @@ def class_names(cls: type) -> set:
 
 
 def items(container, where, text: str, keys: frozenset, depth: int = pystate.NESTED,
-          subclasses: bool = False, uses: frozenset = frozenset()) -> list[tuple]:
-    """The reads of ``keyed_items`` of a list or dict reached at ``where``."""
-    return [(where[0], value, text + pystate.path_text(path),
-             (*where[1], *(("item", key) for key in path)))
-            for path, value in keyed_items(container, keys, depth, subclasses, uses)]
+          subclasses: bool = False, uses: frozenset = frozenset(),
+          missing: frozenset = frozenset(), present: frozenset = frozenset()) -> list[tuple]:
+    """The reads of ``keyed_items`` of a list or dict reached at ``where``; of a dict, also
+    whether the ``missing`` keys it lacks are still missing (``cfg.get("neg")``, ``"neg" in
+    cfg``) and the ``present`` keys it holds still there."""
+    found = [(where[0], value, text + pystate.path_text(path),
+              (*where[1], *(("item", key) for key in path)))
+             for path, value in keyed_items(container, keys, depth, subclasses, uses)]
+    if isinstance(container, (dict, types.MappingProxyType)):
+        held = container.keys()
+        found += [(where[0], mark, f"{text}[{key!r}]", (*where[1], ("item", key)))
+                  for mark, chosen in ((pystate.ABSENT, missing - held),
+                                       (pystate.PRESENT, (present & held) - keys))
+                  for key in sorted(chosen, key=repr)]
+    return found
 
 
 def keyed_items(container, keys: frozenset, depth: int = pystate.NESTED,
@@ -161,13 +179,16 @@ def class_value(cls: type, name: str):
     return value
 
 
-def class_reads(cls: type, label: str, names: set) -> list[tuple]:
+def class_reads(cls: type, label: str, names: set, optional: frozenset = frozenset()
+                ) -> list[tuple]:
     """The plain values and functions a user class holds (or inherits) under ``names`` (those
-    the code reads), as a lookup on the class gives them (``object_reads.class_value``)."""
+    the code reads), as a lookup on the class gives them (``object_reads.class_value``); and
+    that those among ``optional`` it lacks are still missing (``hasattr(C, "NEG")``)."""
     found = []
-    for name in sorted(names):
+    for name in sorted(names | optional):
         value = pystate.ABSENT if name.startswith("__") else class_value(cls, name)
-        if pystate.read_again(value):
+        if pystate.read_again(value) or (name in optional and users_class(cls) and
+                                         pystate.get_attribute(cls, name) is pystate.ABSENT):
             found.append((("object", cls), value, f"{label}.{name}", (("attr", name),)))
     return found
 
@@ -188,8 +209,11 @@ def below(value, where, text: str, codes, keys: frozenset, param: str | None = N
     found = [] if held is None else [(where[0], held, text, where[1])]   # d in dims``
     if held is not None and not held.keys_only:
         return found
-    if isinstance(value, (list, dict, types.MappingProxyType)):   # its items by key too
-        return found + items(value, where, text, keys, subclasses=True, uses=uses)
+    if isinstance(value, (list, deque, dict, types.MappingProxyType)):   # its items by key
+        missing = frozenset().union(*map(get_keys, codes))   # ``cfg.get("neg")``
+        present = frozenset().union(*map(contained_keys, codes))   # ``"neg" in cfg``
+        return found + items(value, where, text, keys, subclasses=True, uses=uses,
+                             missing=missing, present=present)
     if isinstance(getattr(value, "__dict__", None), dict) and not isinstance(
             value, (type, types.ModuleType, types.FunctionType)):
         return reads([(value, where, text)], codes)
