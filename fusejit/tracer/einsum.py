@@ -8,10 +8,12 @@ import numpy as np
 
 from ..ir.ops import inverse_perm
 from . import layouts
+from .context import unwrap
 from .functions import view_result
 from .reductions import bool_reduce
 from .registry import implements, normalize_axis, unsupported
 from .tracer import wrap
+from .ufuncs import write_out
 
 
 def _reshape(rec, var, shape):
@@ -64,18 +66,19 @@ def _tensordot(rec, concrete, a, b, axes=2):
 
 @implements(np.dot)
 def _dot(rec, concrete, a, b, out=None):
-    if out is not None:
-        raise unsupported("np.dot with out=")
+    """``out=``: NumPy took it (its exact dtype, C order, shape); the product is written into
+    it as a copy would be, after reading both operands (NumPy buffers an overlap too)."""
     dtype = np.asarray(concrete).dtype
     va, vb = rec.operand(a, dtype), rec.operand(b, dtype)
     if va.type.ndim == 0 or vb.type.ndim == 0:
-        return wrap(rec, concrete, rec.emit("mul", [va, vb]))
-    if vb.type.ndim <= 2:
-        return wrap(rec, concrete, rec.emit("matmul", [va, vb]))
-    last, second = va.type.ndim - 1, vb.type.ndim - 2
-    a_free = list(range(last))
-    b_free = [j for j in range(vb.type.ndim) if j != second]
-    return wrap(rec, concrete, contract(rec, va, vb, [], a_free, b_free, [(last, second)]))
+        var = rec.emit("mul", [va, vb])
+    elif vb.type.ndim <= 2:
+        var = rec.emit("matmul", [va, vb])
+    else:
+        last, second = va.type.ndim - 1, vb.type.ndim - 2
+        var = contract(rec, va, vb, [], list(range(last)),
+                       [j for j in range(vb.type.ndim) if j != second], [(last, second)])
+    return wrap(rec, concrete, var) if out is None else write_out(rec, out, var)
 
 
 def _parse(subscripts, count):
@@ -100,32 +103,49 @@ def _sum_private(rec, var, term, keep):
 @implements(np.einsum)
 def _einsum(rec, concrete, subscripts, *operands, out=None, dtype=None, order="K",
             casting="safe", optimize=False):
-    if not isinstance(subscripts, str) or out is not None or not 1 <= len(operands) <= 2:
+    """``out=`` of the dtype the operands give: computed as without it, then written into
+    it as a copy would be (NumPy buffers an overlap with an operand too)."""
+    if not isinstance(subscripts, str) or not 1 <= len(operands) <= 2 or (
+            out is not None and (dtype is not None or np.asarray(unwrap(out)).dtype !=
+                                 np.result_type(*map(unwrap, operands)))):
         raise unsupported("this form of np.einsum")
     terms, output = _parse(subscripts, len(operands))
     result_dtype = np.asarray(concrete).dtype
     values = [rec.operand(x, result_dtype) for x in operands]
+    if out is not None:
+        return write_out(rec, out, _contraction(rec, terms, output, values, operands))
+    if len(values) == 1 and set(terms[0]) == set(output) and \
+            values[0].type.dtype == result_dtype:
+        # ``np.einsum("ij->ji", x)``: NumPy returns a view of x, which sees later writes
+        perm = tuple(terms[0].index(c) for c in output)
+        return view_result(rec, concrete, operands[0], lambda rec, v: _permute(rec, v, perm),
+                           undo=lambda rec, v: _permute(rec, v, inverse_perm(perm)))
+    return wrap(rec, concrete, _contraction(rec, terms, output, values, operands))
+
+
+def _contraction(rec, terms, output, values, operands):
+    """The einsum of one or two operands' ``values`` (``terms -> output``)."""
     if len(values) == 1:
-        if set(terms[0]) == set(output) and values[0].type.dtype == result_dtype:
-            # ``np.einsum("ij->ji", x)``: NumPy returns a view of x, which sees later writes
-            perm = tuple(terms[0].index(c) for c in output)
-            return view_result(rec, concrete, operands[0], lambda rec, v: _permute(rec, v, perm),
-                               undo=lambda rec, v: _permute(rec, v, inverse_perm(perm)))
         var, term = _sum_private(rec, values[0], terms[0], output)
-        var = _permute(rec, var, [term.index(c) for c in output])
-        return wrap(rec, concrete, var)
-    (a, ta), (b, tb) = (_sum_private(rec, v, t, set(output) | set(other))
-                        for v, t, other in ((values[0], terms[0], terms[1]),
-                                            (values[1], terms[1], terms[0])))
+        return _permute(rec, var, [term.index(c) for c in output])
+    (a, ta), (b, tb) = zip(values, terms, strict=True)
+    private = set(ta) ^ set(tb)
+    if private - set(output) and a.type.dtype.kind not in "biu":
+        # summed first or after the products, as NumPy's loops happen to do for each form:
+        # ``i,j->`` of [inf, 0] and [1, inf] is NaN, ``i,j->i`` is not; NumPy computes it
+        raise unsupported(f"np.einsum({','.join(terms)}->{output}) of floats summing an "
+                          "index of one operand alone")
+    (a, ta), (b, tb) = (_sum_private(rec, v, t, set(output) | set(other))   # exact in ints
+                        for v, t, other in ((a, ta, tb), (b, tb, ta)))
     batch = [(ta.index(c), tb.index(c)) for c in ta if c in tb and c in output]
     contracted = [(ta.index(c), tb.index(c)) for c in ta if c in tb and c not in output]
-    if contracted and result_dtype == np.float16:
+    if contracted and values[0].type.dtype == np.float16:
         # NumPy's einsum adds float16 products in float16; matmul's loop adds in float32
         raise unsupported("np.einsum contracting float16 operands")
     a_free = [ta.index(c) for c in ta if c not in tb]
     b_free = [tb.index(c) for c in tb if c not in ta]
     var = contract(rec, a, b, batch, a_free, b_free, contracted)
-    order_now = ([ta[i] for i, _ in batch] + [ta[i] for i in a_free] + [tb[j] for j in b_free])
+    order_now = [ta[i] for i, _ in batch] + [ta[i] for i in a_free] + [tb[j] for j in b_free]
     var = _permute(rec, var, [order_now.index(c) for c in output])
     layouts.link(rec, var, *operands)   # NumPy's einsum lays its result out as its operands
-    return wrap(rec, concrete, var)
+    return var

@@ -150,3 +150,36 @@ def test_a_write_into_a_data_dependent_shape_runs_eagerly_and_says_why():
 
 def _data(shape, call):
     return np.random.default_rng(call).standard_normal(shape).astype(np.float32)
+
+
+def _dot_into(a, b, out):
+    np.dot(a, b, out=out)
+    return out + 1
+
+
+def _method_dot_into(a, b, out):
+    return a.dot(b, out=out) * 2
+
+
+def _einsum_into(a, b, out):
+    np.einsum("ij,jk->ik", a, b, out=out)
+    return out
+
+
+def _dot_into_an_operand(a, b, out):
+    return np.dot(a, b, out=a) + out
+
+
+def _einsum_sum_into(a, b, out):
+    return np.einsum("ij->i", a, out=out[:, 0].copy())
+
+
+@pytest.mark.parametrize("fn", [_dot_into, _method_dot_into, _einsum_into, _dot_into_an_operand,
+                                _einsum_sum_into])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_a_product_written_into_out_compiles(fn, dtype):
+    def make_args(call):
+        rng = np.random.default_rng(call)
+        return tuple((rng.standard_normal((4, 4)) * 4).astype(dtype) for _ in range(3))
+    compiled = check_calls(fn, make_args)
+    assert compiled.cache_info()["eager_calls"] == 0
