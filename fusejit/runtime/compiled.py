@@ -504,7 +504,12 @@ class CompiledFunction:
 
     # -- introspection -------------------------------------------------------------------
     def cache_info(self) -> dict:
+        """Counts of traces, replays and kernels; ``compile_seconds``: tracing, building each
+        program and its first run, when Numba compiles (or loads) its kernels."""
         info = dict(self._stats)
+        info["compile_seconds"] += sum(path.program.first_run_seconds
+                                       for tree in list(self._entries.values())
+                                       for path in tree.paths)
         info["signatures"] = len(self._entries)
         info["paths"] = sum(len(tree.paths) for tree in self._entries.values())
         info["eager_signatures"] = sum(tree.eager is not None for tree in self._entries.values())

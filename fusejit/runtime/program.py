@@ -5,6 +5,7 @@ intermediate buffer after its last use, then rebuilds the user's result."""
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -100,6 +101,7 @@ class Program:
     kernels: list = field(default_factory=list)
     checks: dict = field(default_factory=dict)   # step index (-1: before any) -> [GuardCheck]
     compiled: bool = False                       # set after the first run compiled the kernels
+    first_run_seconds: float = 0.0               # that run's: Numba compiles the kernels then
     arena: Arena | None = None                   # intermediates' storage, reused across calls
     deferred: dict = field(default_factory=dict)  # output index -> in-place writes (write_all)
     writes: frozenset = frozenset()    # setitem nodes that write into their target's buffer
@@ -151,6 +153,7 @@ class Program:
         if -1 in checks:
             _check(checks[-1], slots)
         progress = None if self.compiled else Progress(len(self.steps), self.graph.name)
+        started = time.perf_counter()
         try:
             self._run_steps(slots, checks, progress)
         except BaseException:
@@ -159,6 +162,7 @@ class Program:
             raise
         if progress is not None:
             progress.close()
+            self.first_run_seconds += time.perf_counter() - started
             self.compiled = True
 
     def _run_steps(self, slots, checks, progress) -> None:

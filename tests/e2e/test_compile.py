@@ -324,3 +324,17 @@ def test_explain_of_a_function_without_parameters_traces_it():
 
     assert "ramp()" in str(ramp.explain())
     assert ramp.cache_info()["signatures"] == 1
+
+
+def test_compile_seconds_count_the_first_replay_where_the_kernels_are_compiled():
+    def shifted(x):
+        return np.tanh(x * 3 + 1).mean(0)
+
+    compiled = fusejit.compile(shifted)
+    compiled(f32(8, 16))
+    traced = compiled.cache_info()["compile_seconds"]
+    compiled(f32(8, 16))   # the program's first run: Numba compiles or loads its kernels
+    first_run = compiled.cache_info()["compile_seconds"]
+    compiled(f32(8, 16))
+    assert first_run > traced
+    assert compiled.cache_info()["compile_seconds"] == first_run
