@@ -18,12 +18,14 @@ from __future__ import annotations
 import dis
 import gc
 import types
+import weakref
 
 from . import pystate
 from .loc import classify, per_code
 
 _EMPTY = object()   # a cell not yet bound
 REBOUND = "side effect that replay would lose: closure {} of {} rebound in the body"
+STATE = "Python state that replay would not update: closure {} of {} rebound in the body"
 
 
 @per_code()
@@ -35,11 +37,13 @@ def rebound(code) -> frozenset:
 
 
 class ForeignCells:
-    """The cells noted while the body runs (module docstring)."""
+    """The cells noted while the body runs (module docstring). A closure the body makes (``def
+    add(v): nonlocal total``, ``acc = make_acc()``) is gone when it returns: its cells are
+    this call's, not state; only those of functions still alive then count."""
 
     def __init__(self):
         self.codes: set = set()
-        self.cells: dict = {}   # id(cell) -> (cell, name, function's name, what it held)
+        self.cells: dict = {}   # id(cell) -> (cell, name, the function (weakly), what it held)
 
     def entering(self, code) -> None:
         """Notes the cells of the functions that run ``code``, a frame starting."""
@@ -53,26 +57,28 @@ class ForeignCells:
             if type(func) is types.FunctionType and func.__code__ is code and func.__closure__:
                 for name, cell in zip(code.co_freevars, func.__closure__, strict=True):
                     if name in names and id(cell) not in self.cells:
-                        self.cells[id(cell)] = (cell, name, func.__qualname__, _held(cell))
+                        self.cells[id(cell)] = (cell, name, weakref.ref(func), _held(cell))
 
     def settle(self, recorder, handled: set) -> None:
         """Gives each cell the body rebound a concrete value, and makes the trace a fallback
         or Python state (module docstring); ``handled``: ids of the cells ``overlay``
         follows."""
         from .context import unwrap
-        for key, (cell, name, owner, before) in self.cells.items():
-            now = _held(cell)
-            if key in handled or now is before:
+        for key, (cell, name, func, before) in self.cells.items():
+            now, func = _held(cell), func()
+            if key in handled or now is before or func is None:
                 continue
             concrete = unwrap(now, recorder.originals) if now is not _EMPTY else now
-            if concrete is not now:
+            owner = func.__qualname__
+            if concrete is not now:   # a traced value: a replay cannot rebind it
                 cell.cell_contents = concrete
-            if pystate.is_plain(before) and pystate.is_plain(concrete):
+                recorder.set_fallback(REBOUND.format(name, owner), None)
+            elif pystate.is_plain(before) and pystate.is_plain(concrete):
                 if pystate.changed(before, concrete):
                     watch = pystate.in_source(f"closure {name} of {owner}", ("cell", cell), ())
                     recorder.state_changed(watch, before, concrete)
-            else:
-                recorder.set_fallback(REBOUND.format(name, owner), None)
+            else:   # ``if w is None: w = np.full(3, 2.0)``: made once, the next call compiles
+                recorder.set_fallback(STATE.format(name, owner), None, retry=True)
 
 
 def _held(cell):

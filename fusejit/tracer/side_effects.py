@@ -166,7 +166,11 @@ def _held_objects(value, steps: tuple, label: str, depth: int, nested: bool = Tr
     and dicts inside one of more than ``MAX_ITEMS`` items (data), none."""
     if depth <= 1:
         return
-    if _object(value) and _user_object(value):
+    if type(value) in (types.MethodType, functools.partial):   # ``self.cb = ema.update``
+        for more, obj, text in bound_objects(value):
+            if _user_object(obj):
+                yield (*steps, *more), label + text, obj
+    elif _object(value) and _user_object(value):
         yield steps, label, value
     elif nested and type(value) in (list, tuple, dict):
         items = list(value.items() if type(value) is dict else enumerate(value))

@@ -150,3 +150,71 @@ def test_a_traced_value_handed_to_a_list_s_append_is_an_array_each_call():
         compiled(ONES * scale, got.append)
     assert [type(v) for v in got] == [np.ndarray] * 3
     assert_same(eager, got)
+
+
+def _counts_in_a_closure_of_its_own(x):
+    total = 0
+
+    def add(v):
+        nonlocal total
+        total += 1
+        return v * total
+    return add(x) + add(x)
+
+
+def _counts_in_a_closure_it_makes(x):
+    bump = make_counter()
+    return bump(x) + bump(x)
+
+
+@pytest.mark.parametrize("fn", [_counts_in_a_closure_of_its_own, _counts_in_a_closure_it_makes])
+def test_a_closure_the_body_makes_is_no_state_and_compiles(fn):
+    compiled = fusejit.compile(fn)
+    for scale in range(4):
+        assert_same(fn(ONES * scale), compiled(ONES * scale))
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (1, 0)
+
+
+def make_lazy():
+    w = None
+
+    def scaled(v):
+        nonlocal w
+        if w is None:
+            w = np.full(2, 2.0)
+        return v * w
+    return scaled
+
+
+def test_a_closure_that_makes_its_array_once_compiles_on_the_next_call():
+    eager, compiled_fn = make_lazy(), make_lazy()
+    compiled = fusejit.compile(call_it)
+    for scale in range(4):
+        assert_same(call_it(ONES * scale, eager), compiled(ONES * scale, compiled_fn))
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"], info["hits"]) == (2, 0, 2)
+
+
+class Hooked:
+    def __init__(self, hook):
+        self.hook, self.hooks = hook, [hook]
+
+    def forward(self, x):
+        return self.hook(x) * 1
+
+    def forward_first(self, x):
+        return self.hooks[0](x) * 1
+
+
+@pytest.mark.parametrize("name", list(BOUND))
+@pytest.mark.parametrize("method", ["forward", "forward_first"])
+def test_an_object_a_callable_attribute_binds_is_updated_by_each_replay(name, method):
+    eager_ema, compiled_ema = Ema(), Ema()
+    eager = getattr(Hooked(BOUND[name](eager_ema)), method)
+    compiled = fusejit.compile(getattr(Hooked(BOUND[name](compiled_ema)), method))
+    for scale in range(4):
+        assert_same(eager(ONES * scale), compiled(ONES * scale))
+        assert_same(eager_ema.avg, compiled_ema.avg)
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (1, 0)
