@@ -8,6 +8,8 @@ traces recorded under it) run eagerly. The check reads NumPy's error-state conte
 """
 from __future__ import annotations
 
+import dis
+import functools
 import warnings
 
 import numpy as np
@@ -48,9 +50,32 @@ def body_raises_warnings(filters_at_start: tuple) -> bool:
     filters = tuple(warnings.filters)
     if filters == filters_at_start:
         return False
-    deciding = _deciding(filters)   # not the caller's own (``python -W error``)
-    return deciding != _deciding(filters_at_start) and deciding is not None and \
+    deciding = _deciding(filters)   # not the caller's own entry (``python -W error``); one
+    #                                 the body added equal to it is another object
+    return deciding is not _deciding(filters_at_start) and deciding is not None and \
         deciding[0] == "error"
+
+
+CAUGHT_REASON = ("NumPy's floating-point warnings raise under an 'error' warnings filter "
+                 "and the body catches exceptions there: whether its except branch runs "
+                 "depends on data, which compiled kernels do not check")
+
+
+def catches_raised_warnings(frames) -> bool:
+    """Whether NumPy's RuntimeWarning raises now (``python -W error``: the caller's filter,
+    which replays do not honour) where user code of the body (``frames``) has an except
+    clause: ``try: np.log(x) except RuntimeWarning:`` would take another branch."""
+    deciding = _deciding(tuple(warnings.filters))
+    return deciding is not None and deciding[0] == "error" and \
+        any(_catches(frame.f_code) for frame in frames)
+
+
+@functools.lru_cache(maxsize=1024)
+def _catches(code) -> bool:
+    """The code has an except clause (a ``with`` block's handler is not one)."""
+    ops = [ins.opname for ins in dis.get_instructions(code)]
+    return "CHECK_EXC_MATCH" in ops or "JUMP_IF_NOT_EXC_MATCH" in ops or \
+        ops.count("PUSH_EXC_INFO") > ops.count("WITH_EXCEPT_START")
 
 
 def _deciding(filters: tuple):

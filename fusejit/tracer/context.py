@@ -433,6 +433,8 @@ def _compute(compute, recorder, args, kwargs):
     if recorder.fallback is None and fperrors.body_raises_warnings(recorder.warning_filters):
         recorder.set_fallback(fperrors.FILTER_REASON)
     frames = user_frames(3)
+    if recorder.fallback is None and fperrors.catches_raised_warnings(frames):
+        recorder.set_fallback(fperrors.CAUGHT_REASON)
     if frames:
         concrete, messages = fperrors.collecting(at_frame(frames[0]), compute, unwrap(args),
                                                  unwrap(kwargs))
