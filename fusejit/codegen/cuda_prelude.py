@@ -22,7 +22,7 @@ from numba.core import config
 __all__ = [
     "arctan", "arctan2", "arg_take_max", "arg_take_min", "ceil", "cos", "cosh", "cuda", "erf",
     "exp", "expm1", "fclamp_hi", "fclamp_lo", "ffmax", "ffmin", "floor", "fmaximum", "fminimum",
-    "ifloordiv", "imod",
+    "ifloordiv", "imod", "sfloordiv",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "math",
     "mul_rn_f32", "mul_rn_f64", "np", "sin", "sinh", "sqrt", "tan", "tanh",
 ]
@@ -207,9 +207,21 @@ def isign(x):
 
 @_device
 def ifloordiv(a, b):
-    # np.floor_divide on ints: x // 0 == 0, MIN // -1 wraps to MIN.
-    if b == 0 or b == -1:
+    # np.floor_divide on unsigned ints: x // 0 == 0.
+    if b == 0:
         return a * b
+    return a // b
+
+
+@_device
+def sfloordiv(a, b):
+    # np.floor_divide on signed ints: x // 0 == 0, MIN // -1 wraps to MIN (no SIGFPE); the
+    # negation through uint64, as ``neg``: a signed one is LLVM's ``nsw``, which lets it
+    # fold ``x // -1 < 0`` as if MIN could not come
+    if b == 0:
+        return a * b
+    if b == -1:
+        return np.int64(np.uint64(0) - np.uint64(a))
     return a // b
 
 

@@ -34,7 +34,7 @@ globals().update({name: VECMATH[key] for names in (VECTOR_NAMES, LIMITED_NAMES)
 __all__ = sorted(VECTOR_NAMES.values()) + sorted(LIMITED_NAMES.values()) + [
     "arctan", "arctan2", "ceil", "cos", "cosh", "crow", "erf", "exp", "expm1", "fclamp_hi",
     "fclamp_lo", "ffloordiv", "ffmax", "ffmin", "floor", "fmaximum", "fminimum", "fmod_py",
-    "fsign", "ifloordiv", "imod", "interleave_loops",
+    "fsign", "ifloordiv", "imod", "interleave_loops", "sfloordiv",
     "isfinite", "isign", "isinf", "isnan", "log", "log1p", "log2", "log10", "never_inline",
     "np", "numba", "prefetch_row", "radd", "rint", "rmaximum", "rminimum", "rsqrt", "sigmoid",
     "sin", "sinh", "sqrt", "tan", "tanh", "unit_row", "vector_width",
@@ -281,11 +281,21 @@ def fmod_py(a, b):
 
 @_inline
 def ifloordiv(a, b):
-    # np.floor_divide on ints: x // 0 == 0, MIN // -1 wraps to MIN (no SIGFPE).
+    # np.floor_divide on unsigned ints: x // 0 == 0.
+    if b == 0:
+        return a * b
+    return a // b
+
+
+@_inline
+def sfloordiv(a, b):
+    # np.floor_divide on signed ints: x // 0 == 0, MIN // -1 wraps to MIN (no SIGFPE); the
+    # negation through uint64, as ``neg``: a signed one is LLVM's ``nsw``, which lets it
+    # fold ``x // -1 < 0`` as if MIN could not come
     if b == 0:
         return a * b
     if b == -1:
-        return a * b
+        return np.int64(np.uint64(0) - np.uint64(a))
     return a // b
 
 

@@ -113,8 +113,8 @@ _binary("sub", np.subtract, {"i": _WRAP.replace("{op}", "-"), "*": "{0} - {1}"})
 _binary("mul", np.multiply, {"b": "{0} and {1}", "i": _WRAP.replace("{op}", "*"),
                              "*": "{0} * {1}"}, commutative=True)
 _binary("div", np.true_divide, "{0} / {1}", "nonzero")
-_binary("floordiv", np.floor_divide, {"f": "ffloordiv({0}, {1})", "*": "ifloordiv({0}, {1})"},
-        "nonzero")
+_binary("floordiv", np.floor_divide, {"f": "ffloordiv({0}, {1})", "i": "sfloordiv({0}, {1})",
+                                      "*": "ifloordiv({0}, {1})"}, "nonzero")
 _binary("mod", np.remainder, {"f": "fmod_py({0}, {1})", "*": "imod({0}, {1})"}, "nonzero")
 _binary("pow", np.power, {"f": "{0} ** {1}", "*": None})
 _binary("max", np.maximum, {"f": "fmaximum({0}, {1})", "*": "max({0}, {1})"},

@@ -78,7 +78,10 @@ def _dot(rec, concrete, a, b, out=None):
         last, second = va.type.ndim - 1, vb.type.ndim - 2
         var = contract(rec, va, vb, [], list(range(last)),
                        [j for j in range(vb.type.ndim) if j != second], [(last, second)])
-    return wrap(rec, concrete, var) if out is None else write_out(rec, out, var)
+    if out is None:
+        return wrap(rec, concrete, var)
+    written = write_out(rec, out, var)   # NumPy returns ``out``, a 0-d one's value unwrapped
+    return wrap(rec, concrete, var) if np.ndim(unwrap(out)) == 0 else written
 
 
 def _parse(subscripts, count):

@@ -370,9 +370,12 @@ def _copyto(rec, concrete, dst, src, casting="same_kind", where=True):
     """``np.copyto(dst, src, where=m)``: recorded as ``dst[...] = where(m, src, dst)``, a
     ``setitem`` into ``dst``'s buffer (never a view of ``src``). NumPy has already checked
     the casting rule and the shapes, and written the concrete value."""
+    from .indexing import ONE_BY_ONE, one_by_one
     from .ufuncs import encode_index
     if not isinstance(dst, Tracer) and type(dst) is not np.ndarray:
         raise EagerFallback(f"np.copyto into a {type(dst).__name__}")
+    if where is True and one_by_one(dst, src):
+        rec.set_fallback(ONE_BY_ONE)
     dtype, old = dst.dtype, rec.operand(dst)
     if isinstance(src, (Tracer, np.ndarray, list, tuple)) or is_live_float(src):
         value = rec.cast(rec.operand(src), dtype)

@@ -97,9 +97,27 @@ def _float_scalar(value) -> bool:
         type(value.value) is not np.ndarray and np.dtype(value.dtype).kind == "f"))
 
 
+ONE_BY_ONE = ("an assignment of an overlapping 1-D view with another stride (NumPy copies it "
+              "element by element, reading what it wrote)")
+
+
+def one_by_one(dst, src) -> bool:
+    """Whether NumPy assigns ``src`` into the 1-D ``dst`` element by element where they
+    overlap: it buffers ``src`` only for more dimensions or strides of opposite signs, and
+    with strides that differ an element written early is read later (``x[::2] = x[:4]``)."""
+    dst, src = unwrap(dst), unwrap(src)
+    if not (type(dst) is np.ndarray and type(src) is np.ndarray) or dst.ndim != 1 or \
+            src.ndim != 1 or dst.size < 2 or src.size != dst.size:
+        return False
+    return dst.strides[0] * src.strides[0] > 0 and dst.strides[0] != src.strides[0] and \
+        np.shares_memory(dst, src)
+
+
 def _record_setitem(rec, concrete, tracer, key, value):
     from .scalars import lift
     value = lift(value)      # an ``.item()`` value: its proxy
+    if isinstance(value, Tracer) and one_by_one(_target_view(tracer, key), value):
+        rec.set_fallback(ONE_BY_ONE)
     if _float_scalar(value) and tracer.dtype.kind in "iu":
         from .host import record_host
         converted = python_float_into(value.value, tracer.dtype)
@@ -115,3 +133,11 @@ def _record_setitem(rec, concrete, tracer, key, value):
         update = rec.materialize(update)
     new = rec.emit("setitem", [rec.operand(tracer), update, *operands], {"key": index_key})
     mark_written(tracer, new)
+
+
+def _target_view(tracer, key):
+    """The concrete view ``tracer[key]`` assigns into (a copy for an advanced index)."""
+    try:
+        return unwrap(tracer)[unwrap(key)]
+    except Exception:   # noqa: BLE001 -- NumPy has taken the key already: a form of its own
+        return None

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import fusejit
-from tests.oracle import assert_leaf_same, assert_same
+from tests.oracle import assert_leaf_same, assert_same, check_calls
 
 F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64
 TRANSCENDENTAL = {np.dtype(F32): (4e-7, 0.0), np.dtype(F64): (1e-15, 0.0)}
@@ -853,6 +853,31 @@ def test_a_callers_error_filter_compiles_as_it_does_without_one():
     assert compiled.cache_info()["eager_calls"] == 0
 
 
+def _log_or_zeros_under_its_own_filter(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            return np.log(x)
+        except RuntimeWarning:
+            return np.zeros_like(x)
+
+
+def _log_or_zeros(x):
+    try:
+        return np.log(x)
+    except RuntimeWarning:
+        return np.zeros_like(x)
+
+
+@pytest.mark.parametrize("fn", [_log_or_zeros_under_its_own_filter, _log_or_zeros])
+def test_a_body_catching_warnings_a_callers_error_filter_raises_takes_numpys_branch(fn):
+    compiled = fusejit.compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for values in ([1.0, 2.0], [0.0, 2.0], [3.0, 2.0]):
+            assert_same(fn(np.array(values)), compiled(np.array(values)))
+
+
 def test_warnings_of_numpy_calls_run_as_they_are_name_the_users_line_on_every_call():
     # np.nanmean warns from Python with stacklevel=2: the frame that called it was fusejit's
     def column_means(x):
@@ -1231,3 +1256,59 @@ def test_a_scalars_in_place_half_power_is_its_half_power():
     for v in (4.0, -np.inf, -0.0, -np.inf):
         x = np.array([v, 0.0])
         assert_leaf_same(quiet(rooted, x), quiet(compiled, x))
+
+
+def _strided_into_itself(x):
+    x[::2] = x[:4]
+    return x
+
+
+def _copied_into_itself(x):
+    np.copyto(x[0:7:2], x[1:5])
+    return x * 1
+
+
+def _copied_back_into_itself(x):
+    np.copyto(x[1:5], x[0:7:2])
+    return x
+
+
+def _shifted_into_itself(x):
+    x[1::2] = x[:4]
+    return x
+
+
+@pytest.mark.parametrize("fn", [_strided_into_itself, _copied_into_itself,
+                                _copied_back_into_itself, _shifted_into_itself])
+def test_an_overlapping_assignment_with_another_stride_answers_as_numpy_every_call(fn):
+    # NumPy copies a 1-D overlap of strides of one sign element by element, reading what it
+    # wrote: x[::2] = x[:4] gives [0 1 1 3 1 5 3 7]
+    check_calls(fn, lambda call: (np.arange(8.0) + call,))
+
+
+@pytest.mark.parametrize("divisor", [-1, 3])
+def test_the_smallest_int64_floor_divided_by_minus_one_wraps_where_it_is_compared(divisor):
+    # a signed negation is undefined on overflow in LLVM, which folded ``x // -1 < 0``
+    def negative_quotients(x):
+        return (x // divisor) < 0, np.sign(x // divisor)
+
+    x = np.array([np.iinfo(np.int64).min, -7, 7, 0], np.int64)
+    check_calls(negative_quotients, lambda call: (x.copy(),))
+
+
+@pytest.mark.parametrize("subscripts", ["i,j->", "i,j->i", "ij,jk->j", "ij,jk->ij", "ij,ik->i",
+                                        "ij,kl->jk", "ij,jk->ik"])
+def test_an_einsum_of_infinities_answers_as_numpy(subscripts):
+    # NumPy sums an index of one operand alone before or after the products, by form
+    def contracted(a, b):
+        return np.einsum(subscripts, a, b)
+
+    dims = {"i": 3, "j": 4, "k": 2, "l": 2}
+    values = np.array([0.0, 1.0, -1.0, 2.0, np.inf, -np.inf])
+
+    def make_args(call):
+        rng = np.random.default_rng(call)
+        return tuple(rng.choice(values, tuple(dims[c] for c in term))
+                     for term in subscripts.split("->")[0].split(","))
+    with np.errstate(invalid="ignore"):
+        check_calls(contracted, make_args, calls=4)

@@ -183,3 +183,10 @@ def test_a_product_written_into_out_compiles(fn, dtype):
         return tuple((rng.standard_normal((4, 4)) * 4).astype(dtype) for _ in range(3))
     compiled = check_calls(fn, make_args)
     assert compiled.cache_info()["eager_calls"] == 0
+
+
+def test_a_product_into_a_0d_out_returns_numpys_scalar():
+    def dotted(a, b, out):
+        return np.dot(a, b, out=out)
+
+    check_calls(dotted, lambda call: (np.arange(3.0) + call, np.ones(3), np.zeros(())))
