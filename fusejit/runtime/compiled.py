@@ -86,6 +86,9 @@ def compile(fn=None, *, target="auto", static_argnames=(), cache=True, max_trace
     """
     if isinstance(static_argnames, str):   # one name, as jax.jit takes it
         static_argnames = (static_argnames,)
+    if not isinstance(static_argnames, (tuple, list, set, frozenset)):
+        raise TypeError("static_argnames takes a parameter name or a sequence of them, not "
+                        f"{type(static_argnames).__name__}")
     _check_max_traces(max_traces)
     options = dict(target=target, static_argnames=tuple(static_argnames), cache=cache,
                    max_traces=max_traces, fastmath=fastmath, freeze=freeze)
@@ -424,8 +427,8 @@ class CompiledFunction:
     def _too_many_paths(self, tree, fn, args, kwargs):
         if tree.eager is None:
             tree.eager = EagerEntry(self._too_many_paths_reason(tree))
-            log.warning("%s: %s; it runs eagerly from now on", self.__qualname__,
-                        tree.eager.reason)
+            log.warning("%s: %s; a call that takes none of its traced paths runs eagerly "
+                        "from now on", self.__qualname__, tree.eager.reason)
         tree.eager.calls += 1
         self._stats["eager_calls"] += 1
         return _eager_call(fn, args, kwargs)
@@ -507,7 +510,7 @@ class CompiledFunction:
         """Counts of traces, replays and kernels; ``compile_seconds``: tracing, building each
         program and its first run, when Numba compiles (or loads) its kernels."""
         info = dict(self._stats)
-        info["compile_seconds"] += sum(path.program.first_run_seconds
+        info["compile_seconds"] += sum(getattr(path.program, "first_run_seconds", 0.0)
                                        for tree in list(self._entries.values())
                                        for path in tree.paths)
         info["signatures"] = len(self._entries)
@@ -703,11 +706,10 @@ def _release(exc: BaseException) -> None:
     """Concrete values in place of the proxies an exception the body raised holds
     (``raise ValueError(x * 2)``), and those it caused or raised while handling."""
     from ..tracer import returned_objects
-    from ..tracer.context import unwrap
     for _ in range(8):
         if exc is None:
             return
-        exc.args = unwrap(exc.args)
+        exc.args = tuple(returned_objects.concrete(arg) for arg in exc.args)
         returned_objects.release(exc)
         exc = exc.__cause__ or exc.__context__
 

@@ -1,6 +1,7 @@
 """Closing a trace: output leaves, mutations of arguments and captures, the final Graph."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import numpy as np
@@ -65,12 +66,17 @@ def finish(recorder, result, proxies: dict, arg_leaves: tuple, snaps=()) -> Trac
 
 def _concrete(leaf):
     """The traced call's result: a returned ``TracedText`` as the plain ``str`` eager
-    Python returns (``type(s) is str``); a frozenset the body made, as one of plain values
-    (``returned_objects.release`` gives a mutable container's items theirs in place)."""
+    Python returns (``type(s) is str``); a frozenset or tuple subclass the body made, as one
+    of plain values (``returned_objects.release`` gives a mutable container's items theirs in
+    place)."""
     if isinstance(leaf, TracedText):
         return str.__str__(leaf)
-    if type(leaf) is frozenset:
-        return frozenset(map(unwrap, leaf))
+    if isinstance(leaf, (tuple, frozenset)) and type(leaf) is not tuple and \
+            not hasattr(type(leaf), "_make"):   # a tuple subclass: made again, if it can be
+        items = [unwrap(item) for item in leaf]
+        if any(new is not old for new, old in zip(items, leaf, strict=True)):
+            with contextlib.suppress(Exception):
+                return type(leaf)(items)
     return unwrap(leaf)
 
 

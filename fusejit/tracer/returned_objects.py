@@ -8,11 +8,13 @@ that call's values. Such a result runs the signature eagerly, and the first call
 gets plain arrays in place of the proxies it holds."""
 from __future__ import annotations
 
+import contextlib
 import types
 from collections import deque
 
 import numpy as np
 
+from .captures import slot_names
 from .context import unwrap
 from .returned_containers import ArgumentContainer, HeldContainer
 
@@ -56,39 +58,59 @@ def _existing(recorder):
                 continue
 
 
-def release(leaf) -> None:
-    """Plain values in place of the proxies the object's attributes hold (also where the
-    signature runs eagerly for another reason: a duck array's result, ``Box(x * 2)`` of a
-    body that changed Python state)."""
+def release(leaf, depth: int = 4) -> None:
+    """Plain values in place of the proxies the object's attributes, slots and items hold,
+    ``depth`` levels down (also where the signature runs eagerly for another reason: a duck
+    array's result, ``Box(x * 2)`` of a body that changed Python state)."""
     from .tracer import Tracer
-    if isinstance(leaf, (*IMMUTABLE, Tracer)) or type(leaf) is np.ndarray:
+    if depth == 0 or isinstance(leaf, (*IMMUTABLE, Tracer)) or type(leaf) is np.ndarray:
         return
-    _release_items(leaf)
-    try:
-        attributes = vars(leaf)
-    except TypeError:   # no __dict__ (a generator, __slots__)
-        return
-    for name, value in list(attributes.items()):
-        plain = unwrap(value)
+    _release_items(leaf, depth)
+    attributes = getattr(leaf, "__dict__", None)
+    names = list(attributes) if type(attributes) is dict else []
+    for name in names + slot_names(type(leaf)):
+        value = getattr(leaf, name, None)
+        plain = _plain(value, depth)
         if plain is not value:
             object.__setattr__(leaf, name, plain)
 
 
-def _release_items(leaf) -> None:
+def concrete(value):
+    """``value`` with concrete values for the proxies it holds (``_plain``)."""
+    return _plain(value, 4)
+
+
+def _plain(value, depth: int):
+    """``value`` with concrete values for proxies: a new list, tuple or dict (``unwrap``), a
+    container or object of another kind changed in place."""
+    plain = unwrap(value)
+    if plain is not value or depth <= 1:
+        return plain
+    if isinstance(value, (tuple, frozenset)):   # a tuple subclass: made again, if it can be
+        items = [_plain(item, depth - 1) for item in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            with contextlib.suppress(Exception):
+                return type(value)(items)
+        return value
+    release(value, depth - 1)
+    return value
+
+
+def _release_items(leaf, depth: int) -> None:
     """Plain values in place of the proxies a container of a kind the result's tree does not
     walk holds (an ``OrderedDict``, a ``deque``, a ``Counter``, a set, a list subclass)."""
     if isinstance(leaf, dict):
         for key, value in list(dict.items(leaf)):
-            plain = unwrap(value)
+            plain = _plain(value, depth)
             if plain is not value:
                 dict.__setitem__(leaf, key, plain)   # not a subclass's own ``__setitem__``
     elif isinstance(leaf, (list, deque)):
         for key, value in enumerate(list(leaf)):
-            plain = unwrap(value)
+            plain = _plain(value, depth)
             if plain is not value:
                 (list.__setitem__ if isinstance(leaf, list) else deque.__setitem__)(
                     leaf, key, plain)
     elif isinstance(leaf, set):
-        items = [unwrap(value) for value in leaf]
+        items = [_plain(value, depth) for value in leaf]
         set.clear(leaf)
         set.update(leaf, items)

@@ -43,6 +43,17 @@ class Items(list):
     pass
 
 
+class Twin(tuple):
+    pass
+
+
+def _flat(result):
+    """The leaves of a result: a dict's values, a container's items, one level down too."""
+    items = list(result.values()) if isinstance(result, dict) else list(result)
+    return [leaf for item in items for leaf in (
+        item if isinstance(item, (collections.deque, Twin)) else [item])]
+
+
 HOLDING = {
     "ordered-dict": lambda x: collections.OrderedDict(y=x * 2),
     "default-dict": lambda x: collections.defaultdict(list, y=x * 2),
@@ -51,6 +62,8 @@ HOLDING = {
     "set": lambda x: {(x * 2).sum()},
     "frozenset": lambda x: frozenset({(x * 2).sum()}),
     "list-subclass": lambda x: Items([x * 2]),
+    "deque-in-an-ordered-dict": lambda x: collections.OrderedDict(y=collections.deque([x * 2])),
+    "tuple-subclass-in-a-dict": lambda x: {"y": Twin((x * 2, x))},
 }
 
 
@@ -62,7 +75,7 @@ def test_a_container_the_body_makes_holds_plain_values_every_call(name):
         x = np.array([1.0, 2.0]) * scale
         want, got = fn(x), compiled(x)
         assert type(got) is type(want)
-        want, got = [list(r.values()) if isinstance(r, dict) else list(r) for r in (want, got)]
+        want, got = _flat(want), _flat(got)
         assert [type(v) for v in got] == [type(v) for v in want]
         assert_same(want, got)
 
@@ -78,6 +91,22 @@ def test_an_exception_the_body_raises_holds_plain_values():
         compiled(np.ones(2))
     assert type(raised.value.args[0]) is np.ndarray
     assert_same(np.full(2, 2.0), raised.value.args[0])
+
+
+class Carrying(Exception):
+    def __init__(self, held):
+        super().__init__("carrying")
+        self.held = held
+
+
+def test_an_exception_holding_a_container_holds_plain_values_every_call():
+    def fn(x):
+        raise Carrying(collections.deque([x * 2]))
+    compiled = fusejit.compile(fn)
+    for _ in range(3):
+        with pytest.raises(Carrying) as raised:
+            compiled(np.ones(2))
+        assert type(raised.value.held[0]) is np.ndarray
 
 
 def test_an_argument_object_returned_is_the_same_object():
