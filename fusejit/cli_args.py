@@ -33,6 +33,9 @@ def load_function(target: str):
         raise CliError(f"not a Python file: {path} (expected FILE.py:FUNC)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    folder = str(file.resolve().parent)   # its sibling modules, as ``python FILE.py`` finds
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec.loader.exec_module(module)
     fn = getattr(module, name, None)
     if not callable(fn):

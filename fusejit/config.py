@@ -101,7 +101,14 @@ def _cpu_features() -> str:
 def cache_root() -> Path:
     """``FUSEJIT_CACHE_DIR``, else ``~/.cache/fusejit``."""
     env = os.environ.get("FUSEJIT_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "fusejit"
+    return _absolute(env) if env else Path.home() / ".cache" / "fusejit"
+
+
+@functools.cache
+def _absolute(path: str) -> Path:
+    """A relative cache directory, from the working directory where it was first read: one
+    folder, whatever ``os.chdir`` the program makes later."""
+    return Path(path).expanduser().absolute()
 
 
 @functools.cache

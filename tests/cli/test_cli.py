@@ -106,6 +106,32 @@ def test_error_in_user_model_is_one_line_unless_debug():
     assert "Traceback" not in result.stderr and "--debug" in result.stderr
     result = fusejit("--debug", *wrong)
     assert result.returncode == 1 and "Traceback" in result.stderr
+    result = fusejit(*wrong, "--debug")   # where the hint's reader puts it
+    assert result.returncode == 1 and "Traceback" in result.stderr
+
+
+def test_a_model_file_imports_the_modules_beside_it(tmp_path):
+    (tmp_path / "helpers_beside.py").write_text("def twice(a):\n    return a * 2\n")
+    model = tmp_path / "uses_helpers.py"
+    model.write_text("from helpers_beside import twice\n\n\ndef g(a):\n    return twice(a) + 1\n")
+    result = fusejit("dump", f"{model}:g", "--arg", "a=f32[4]", "--stage", "traced")
+    assert result.returncode == 0, result.stderr
+    assert "helpers_beside.py:2" in result.stdout
+
+
+def test_bench_of_a_decorated_function_times_its_eager_function(tmp_path, monkeypatch):
+    from fusejit import CompiledFunction, benchtools, cli
+    model = tmp_path / "decorated.py"
+    model.write_text("import fusejit\n\n\n@fusejit.compile\ndef g(a):\n    return a * 2 + 1\n")
+    seen = {}
+
+    def timed(compiled, eager, *rest):
+        seen["eager"] = eager
+        return {}
+    monkeypatch.setattr(benchtools, "bench_function", timed)
+    monkeypatch.setattr(benchtools, "compile_latency", lambda *args: {})
+    assert cli.main(["bench", f"{model}:g", "--arg", "a=f32[4]", "--json"]) == 0
+    assert not isinstance(seen["eager"], CompiledFunction)
 
 
 def test_dump_lists_arguments_in_the_functions_order(tmp_path):

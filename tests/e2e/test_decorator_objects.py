@@ -78,6 +78,8 @@ def _scaled(x, n):
     (dict(static_argnames=("m",)), ValueError,
      r"static_argnames names 'm', which is not a parameter of _scaled\(x, n\)"),
     (dict(static_argnames=(1,)), TypeError, "static_argnames holds 1"),
+    (dict(static_argnames=1), TypeError, "static_argnames takes a parameter name or a "
+     "sequence of them, not int"),
 ])
 def test_bad_options_are_refused_when_decorating(options, error, message):
     with pytest.raises(error, match=message):

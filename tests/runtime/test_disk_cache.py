@@ -296,3 +296,14 @@ def test_a_well_formed_entry_holding_no_program_is_rebuilt(tmp_path, monkeypatch
     assert program_cache.load("k" * 40, check=pipeline._is_optimized) is None
     assert "it holds a tuple, not a program" in caplog.text
     assert not entries(tmp_path, "programs", ".pkl")
+
+
+def test_a_relative_cache_directory_stays_where_it_was_first_read(tmp_path, monkeypatch):
+    from fusejit import config
+    name = f"relative-cache-{os.getpid()}-{id(tmp_path)}"
+    monkeypatch.setenv("FUSEJIT_CACHE_DIR", name)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    first = config.cache_root()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert config.cache_root() == first == tmp_path / name
