@@ -236,10 +236,9 @@ def _bench_function(args) -> int:
     with _user_output_to_stderr():   # the function's own errors surface here, first
         module, fn = load_function(args.function)
         call_args, call_kwargs = build_arguments(fn, args.arg, module)
-        eager = getattr(fn, "__wrapped__", fn) if isinstance(fn, fusejit.CompiledFunction) \
-            else fn   # ``@fusejit.compile`` in the file: its function is the baseline
-        timings = bench_function(fusejit.compile(eager), eager, call_args, call_kwargs,
-                                 args.repeat)
+        compiled, eager = (fn, fn.__wrapped__) if isinstance(fn, fusejit.CompiledFunction) \
+            else (fusejit.compile(fn), fn)   # ``@fusejit.compile(...)``: with its options
+        timings = bench_function(compiled, eager, call_args, call_kwargs, args.repeat)
         report = {**compile_latency(args.function, args.arg), **timings}
     print(json.dumps(report, indent=2) if args.json else report_text(report))
     return 0

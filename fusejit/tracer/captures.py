@@ -247,9 +247,16 @@ def slot_names(cls) -> list[str]:
     names = []
     for base in getattr(cls, "__mro__", ()):
         slots = vars(base).get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else \
-            [s for s in slots if s not in ("__dict__", "__weakref__")]
+        names += [_mangled(base, s) for s in ([slots] if isinstance(slots, str) else slots)
+                  if s not in ("__dict__", "__weakref__")]
     return names
+
+
+def _mangled(cls, name: str) -> str:
+    """A slot's attribute name: ``__v`` of class ``S`` is ``_S__v``, as Python stores it."""
+    if name.startswith("__") and not name.endswith("__") and cls.__name__.strip("_"):
+        return f"_{cls.__name__.lstrip('_')}{name}"
+    return name
 
 
 def slot_items(obj) -> list[tuple[str, object]]:

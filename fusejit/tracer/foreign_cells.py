@@ -45,13 +45,16 @@ class ForeignCells:
         self.codes: set = set()
         self.cells: dict = {}   # id(cell) -> (cell, name, the function (weakly), what it held)
 
-    def entering(self, code) -> None:
-        """Notes the cells of the functions that run ``code``, a frame starting."""
+    def entering(self, frame) -> None:
+        """Notes the cells of the functions that run the code of ``frame``, starting; not
+        those of a closure the frame that made it is still running (``def add(v): nonlocal
+        total`` called in the body, a recursive helper, a row function NumPy calls)."""
+        code = frame.f_code
         if code in self.codes:
             return
         self.codes.add(code)
         names = rebound(code)
-        if not names or classify(code.co_filename) != "user":
+        if not names or classify(code.co_filename) != "user" or _maker_running(frame, code):
             return
         for func in gc.get_referrers(code):   # only where a code rebinds a free variable
             if type(func) is types.FunctionType and func.__code__ is code and func.__closure__:
@@ -64,21 +67,34 @@ class ForeignCells:
         or Python state (module docstring); ``handled``: ids of the cells ``overlay``
         follows."""
         from .context import unwrap
+        from .returned_objects import holds_proxies
         for key, (cell, name, func, before) in self.cells.items():
             now, func = _held(cell), func()
             if key in handled or now is before or func is None:
                 continue
-            concrete = unwrap(now, recorder.originals) if now is not _EMPTY else now
             owner = func.__qualname__
-            if concrete is not now:   # a traced value: a replay cannot rebind it
-                cell.cell_contents = concrete
+            if now is not _EMPTY and holds_proxies(now):   # a replay cannot rebind it
+                cell.cell_contents = unwrap(now, recorder.originals)
                 recorder.set_fallback(REBOUND.format(name, owner), None)
-            elif pystate.is_plain(before) and pystate.is_plain(concrete):
-                if pystate.changed(before, concrete):
+            elif pystate.is_plain(before) and pystate.is_plain(now):
+                if pystate.changed(before, now):
                     watch = pystate.in_source(f"closure {name} of {owner}", ("cell", cell), ())
-                    recorder.state_changed(watch, before, concrete)
+                    recorder.state_changed(watch, before, now)
             else:   # ``if w is None: w = np.full(3, 2.0)``: made once, the next call compiles
                 recorder.set_fallback(STATE.format(name, owner), None, retry=True)
+
+
+def _maker_running(frame, code, limit: int = 64) -> bool:
+    """Whether a frame below ``frame`` runs the code that makes functions of ``code`` (a
+    closure the running body made, not one that was there before)."""
+    outer = frame.f_back
+    for _ in range(limit):
+        if outer is None:
+            return False
+        if any(const is code for const in outer.f_code.co_consts):
+            return True
+        outer = outer.f_back
+    return False
 
 
 def _held(cell):

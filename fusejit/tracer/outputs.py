@@ -1,7 +1,6 @@
 """Closing a trace: output leaves, mutations of arguments and captures, the final Graph."""
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
 
 import numpy as np
@@ -72,11 +71,8 @@ def _concrete(leaf):
     if isinstance(leaf, TracedText):
         return str.__str__(leaf)
     if isinstance(leaf, (tuple, frozenset)) and type(leaf) is not tuple and \
-            not hasattr(type(leaf), "_make"):   # a tuple subclass: made again, if it can be
-        items = [unwrap(item) for item in leaf]
-        if any(new is not old for new, old in zip(items, leaf, strict=True)):
-            with contextlib.suppress(Exception):
-                return type(leaf)(items)
+            not hasattr(type(leaf), "_make") and returned_objects.holds_proxies(leaf, 1):
+        return returned_objects.rebuilt(leaf, [unwrap(item) for item in leaf])
     return unwrap(leaf)
 
 

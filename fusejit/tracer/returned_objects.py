@@ -61,18 +61,31 @@ def _existing(recorder):
 def release(leaf, depth: int = 4) -> None:
     """Plain values in place of the proxies the object's attributes, slots and items hold,
     ``depth`` levels down (also where the signature runs eagerly for another reason: a duck
-    array's result, ``Box(x * 2)`` of a body that changed Python state)."""
+    array's result, ``Box(x * 2)`` of a body that changed Python state). What holds no proxy
+    is left as it is (an argument object the result holds, its lists)."""
     from .tracer import Tracer
     if depth == 0 or isinstance(leaf, (*IMMUTABLE, Tracer)) or type(leaf) is np.ndarray:
         return
     _release_items(leaf, depth)
-    attributes = getattr(leaf, "__dict__", None)
-    names = list(attributes) if type(attributes) is dict else []
-    for name in names + slot_names(type(leaf)):
-        value = getattr(leaf, name, None)
+    for name, value in _fields(leaf):
         plain = _plain(value, depth)
         if plain is not value:
             object.__setattr__(leaf, name, plain)
+
+
+def _fields(obj) -> list:
+    """(name, value) of an object's attributes and the slots that hold one."""
+    try:
+        attributes = object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        attributes = {}
+    found = list(attributes.items()) if type(attributes) is dict else []
+    for name in slot_names(type(obj)):
+        try:
+            found.append((name, object.__getattribute__(obj, name)))
+        except AttributeError:   # an empty slot
+            continue
+    return found
 
 
 def concrete(value):
@@ -82,18 +95,44 @@ def concrete(value):
 
 def _plain(value, depth: int):
     """``value`` with concrete values for proxies: a new list, tuple or dict (``unwrap``), a
-    container or object of another kind changed in place."""
+    container or object of another kind changed in place; itself where it holds none."""
+    if not holds_proxies(value, depth):
+        return value
     plain = unwrap(value)
     if plain is not value or depth <= 1:
         return plain
-    if isinstance(value, (tuple, frozenset)):   # a tuple subclass: made again, if it can be
-        items = [_plain(item, depth - 1) for item in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            with contextlib.suppress(Exception):
-                return type(value)(items)
-        return value
+    if isinstance(value, (tuple, frozenset)):   # a subclass: made again
+        return rebuilt(value, [_plain(item, depth - 1) for item in value])
     release(value, depth - 1)
     return value
+
+
+def rebuilt(value, items: list):
+    """A tuple or frozenset subclass's value holding ``items``, its attributes kept (its own
+    ``__new__`` may take other arguments: not called)."""
+    new = (tuple if isinstance(value, tuple) else frozenset).__new__(type(value), items)
+    attributes = getattr(value, "__dict__", None)
+    if type(attributes) is dict and attributes:
+        with contextlib.suppress(AttributeError, TypeError):
+            new.__dict__.update(attributes)
+    return new
+
+
+def holds_proxies(value, depth: int = 4) -> bool:
+    """Whether ``value`` is or holds (``depth`` levels down) one of fusejit's proxies."""
+    from .scalars import TracedFloat
+    from .tracer import Tracer
+    if isinstance(value, (Tracer, TracedFloat)):
+        return True
+    if depth == 0 or isinstance(value, (*IMMUTABLE, np.ndarray)):
+        return False
+    if isinstance(value, dict):
+        items = list(dict.values(value))
+    elif isinstance(value, (list, tuple, deque, set, frozenset)):
+        items = list(value)
+    else:
+        items = [item for _, item in _fields(value)]
+    return any(holds_proxies(item, depth - 1) for item in items[:4096])
 
 
 def _release_items(leaf, depth: int) -> None:
@@ -110,7 +149,7 @@ def _release_items(leaf, depth: int) -> None:
             if plain is not value:
                 (list.__setitem__ if isinstance(leaf, list) else deque.__setitem__)(
                     leaf, key, plain)
-    elif isinstance(leaf, set):
+    elif isinstance(leaf, set) and holds_proxies(leaf, depth):
         items = [_plain(value, depth) for value in leaf]
         set.clear(leaf)
         set.update(leaf, items)

@@ -107,7 +107,7 @@ def watched(recorder):
         if levels:   # ``def total(cfg): return sum(cfg.values())``
             whole_uses.note_handed(frame, levels, places.handed)
         draws.frame_started(frame)   # fresh entropy: ``random_draws``
-        foreign.entering(code)   # ``nonlocal n; n += 1`` of a closure given as an argument
+        foreign.entering(frame)   # ``nonlocal n; n += 1`` of a closure given as an argument
         return within if sites else None
     sys.settrace(entering)
     try:

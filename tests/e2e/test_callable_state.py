@@ -218,3 +218,55 @@ def test_an_object_a_callable_attribute_binds_is_updated_by_each_replay(name, me
         assert_same(eager_ema.avg, compiled_ema.avg)
     info = compiled.cache_info()
     assert (info["traces"], info["eager_calls"]) == (1, 0)
+
+
+def _counts_in_a_recursive_closure(x):
+    count = 0
+
+    def rec(n):
+        nonlocal count
+        count += 1
+        return x if n == 0 else rec(n - 1) * 1.5
+    return rec(3) + count
+
+
+def _counts_rows(x):
+    rows = 0
+
+    def row(r):
+        nonlocal rows
+        rows += 1
+        return r * 2
+    return np.apply_along_axis(row, 1, x) + rows
+
+
+@pytest.mark.parametrize("fn", [_counts_in_a_recursive_closure, _counts_rows])
+def test_a_closure_the_body_makes_and_runs_is_no_state(fn):
+    compiled = fusejit.compile(fn)
+    for scale in range(4):
+        x = np.ones((2, 2)) * scale
+        assert_same(fn(x), compiled(x))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
+def make_tracker():
+    best = (0, 0.0)
+
+    def track(step):
+        nonlocal best
+        best = (step, 1.0)
+    return track, lambda: best
+
+
+def test_a_closure_rebinding_a_tuple_is_state_and_compiles_once_it_holds_still():
+    track, best = make_tracker()
+
+    def step(x, i, hook):
+        hook(i)
+        return x * 2
+    compiled = fusejit.compile(step)
+    for _ in range(4):
+        assert_same(ONES * 2, compiled(ONES, 5, track))
+    assert best() == (5, 1.0)
+    info = compiled.cache_info()
+    assert (info["traces"], info["eager_calls"]) == (2, 0)

@@ -869,6 +869,22 @@ def _log_or_zeros(x):
         return np.zeros_like(x)
 
 
+def _exp_with_a_finally(x):
+    try:
+        return np.exp(x) * 2
+    finally:
+        x = None
+
+
+def test_a_body_with_a_finally_compiles_under_a_callers_error_filter():
+    compiled = fusejit.compile(_exp_with_a_finally)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            assert_same(_exp_with_a_finally(np.ones(2)), compiled(np.ones(2)))
+    assert compiled.cache_info()["eager_calls"] == 0
+
+
 @pytest.mark.parametrize("fn", [_log_or_zeros_under_its_own_filter, _log_or_zeros])
 def test_a_body_catching_warnings_a_callers_error_filter_raises_takes_numpys_branch(fn):
     compiled = fusejit.compile(fn)

@@ -355,3 +355,58 @@ def test_a_returned_default_dict_whose_defaults_are_gone_raises_pythons_error():
     raised = _outcome(compiled, x)
     assert raised == _outcome(f, x) and raised[0] is TypeError
     assert raised[1].endswith("f() missing 1 required positional argument: 'cfg'")
+
+
+class Model:
+    def __init__(self):
+        self.log, self.cfg, self.w = [], {"lr": 0.1}, np.ones(3)
+
+
+class Box:
+    def __init__(self, model, y):
+        self.model, self.y = model, y
+
+
+def test_an_object_a_made_result_holds_keeps_its_own_containers():
+    model = Model()
+    log, cfg = model.log, model.cfg
+    compiled = fusejit.compile(lambda m, x: Box(m, x * m.w))
+    for i in range(3):
+        box = compiled(model, np.ones(3))
+        model.log.append(i)
+        assert type(box.y) is np.ndarray and box.model is model
+    assert model.log is log and model.cfg is cfg and log == [0, 1, 2]
+
+
+class Vec(tuple):
+    def __new__(cls, *items):
+        return super().__new__(cls, items)
+
+
+class Hidden:
+    __slots__ = ("__v",)
+
+    def __init__(self, v):
+        self.__v = v
+
+    def get(self):
+        return self.__v
+
+
+def _tagged(x):
+    vec = Vec(x * 2, x + 1)
+    vec.tag = "kept"   # noqa: B018 -- a tuple subclass without __slots__ takes attributes
+    return vec
+
+
+@pytest.mark.parametrize("fn, leaves", [
+    (_tagged, lambda r: (list(r), r.tag)),
+    (lambda x: Hidden(x * 2), lambda r: r.get()),
+])
+def test_a_tuple_subclass_or_a_private_slot_the_body_makes_holds_plain_values(fn, leaves):
+    compiled = fusejit.compile(fn)
+    for scale in (1.0, 2.0, 3.0):
+        x = np.ones(2) * scale
+        want, got = fn(x), compiled(x)
+        assert type(got) is type(want)
+        assert_same(leaves(want), leaves(got))
