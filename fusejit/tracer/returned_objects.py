@@ -14,7 +14,7 @@ from collections import deque
 
 import numpy as np
 
-from .captures import slot_names
+from .captures import slot_items
 from .context import unwrap
 from .returned_containers import ArgumentContainer, HeldContainer
 
@@ -79,13 +79,7 @@ def _fields(obj) -> list:
         attributes = object.__getattribute__(obj, "__dict__")
     except (AttributeError, TypeError):
         attributes = {}
-    found = list(attributes.items()) if type(attributes) is dict else []
-    for name in slot_names(type(obj)):
-        try:
-            found.append((name, object.__getattribute__(obj, name)))
-        except AttributeError:   # an empty slot
-            continue
-    return found
+    return [*(attributes.items() if type(attributes) is dict else ()), *slot_items(obj)]
 
 
 def concrete(value):
